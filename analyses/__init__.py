@@ -1,0 +1,1 @@
+"""Turn loaded tables into typed verdicts."""

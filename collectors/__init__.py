@@ -1,0 +1,1 @@
+"""Run NVIDIA's tools and read what they write into DuckDB tables."""

@@ -1,0 +1,1 @@
+"""Packaged SQL: the store schema and one file per hypothesis."""
