@@ -1,8 +1,145 @@
+"""The `wsperf` command. Each command parses, calls one library function and renders;
+every expected failure is a `WsperfError`, printed once as `Error: ...` on stderr with
+its documented exit code (README, "Exit codes")."""
+
+from __future__ import annotations
+
+import enum
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
 import typer
-app = typer.Typer()
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from wsperf.analyses.summary import summarize
+from wsperf.cli import render
+from wsperf.collectors import environment
+from wsperf.collectors.errors import InputError, WsperfError
+from wsperf.collectors.ncu import load_reports
+from wsperf.analyses.sql import run_sql
+from wsperf.collectors.store import open_store
+
+app = typer.Typer(
+    name="wsperf",
+    help="Why is this warp-specialized kernel broken or slow? Answers from real Nsight Compute output.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+)
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+
+class SummaryFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class TableFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+@contextmanager
+def error_boundary() -> Iterator[None]:
+    """The one place a WsperfError becomes an `Error:` line and an exit code."""
+    try:
+        yield
+    except WsperfError as e:
+        err.print(render.plain(f"Error: {e}"), soft_wrap=True)
+        raise typer.Exit(e.exit_code) from None
+
+
+def _load(con, reports: list[Path]) -> None:
+    if not reports:
+        return
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("loading", total=None)
+
+        def tick(done: int, total: int, label: str) -> None:
+            progress.update(task, completed=done, total=total, description=render.plain(f"loading {label}"))
+
+        load_reports(con, reports, progress=tick)
+
+
 @app.command()
-def doctor():
-    print("hi")
+def analyze(
+    reports: list[Path] = typer.Argument(..., help="Nsight Compute reports (.ncu-rep).", show_default=False),
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB file to load into (created if absent, appended to "
+                                      "if present). Default: an in-memory database."),
+    fmt: SummaryFormat = typer.Option(SummaryFormat.text, "--format", "-f", help="text, json or markdown."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only launches whose kernel name matches "
+                                         "this regular expression (RE2 syntax)."),
+) -> None:
+    """Load reports and print, per launch: name, launch shape, duration and the
+    instruction families its SASS uses."""
+    with error_boundary():
+        con = open_store(db)
+        _load(con, reports)
+        summaries = summarize(con, kernel)
+        if not summaries:
+            what = f"matches --kernel {kernel!r}" if kernel else "was found"
+            raise InputError(f"no kernel launch {what} in {len(reports)} report(s)")
+        if fmt is SummaryFormat.json:
+            sys.stdout.write(render.summaries_json(summaries) + "\n")
+        elif fmt is SummaryFormat.markdown:
+            sys.stdout.write(render.summaries_markdown(summaries))
+        else:
+            render.summaries_text(summaries, out)
+
+
 @app.command()
-def sql():
-    print("sql")
+def sql(
+    query: str = typer.Argument(..., help="A DuckDB SQL query over the wsperf tables (see queries/schema.sql)."),
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB file written by `wsperf analyze --db`."),
+    report: list[Path] = typer.Option([], "--report", "-r", help="Load this report first (repeatable); "
+                                      "without --db it is queried in memory."),
+    fmt: TableFormat = typer.Option(TableFormat.table, "--format", "-f", help="table, json or csv."),
+) -> None:
+    """Run one SQL query over loaded reports and print the result."""
+    with error_boundary():
+        if db is None and not report:
+            raise InputError("nothing to query: give --db FILE (from `wsperf analyze --db FILE`) or --report REPORT")
+        if db is not None and not report and not db.exists():
+            raise InputError(f"{db}: no such database; create it with `wsperf analyze REPORT --db {db}`")
+        con = open_store(db, read_only=db is not None and not report)
+        _load(con, report)
+        result = run_sql(con, query)
+        if fmt is TableFormat.json:
+            sys.stdout.write(result.to_json() + "\n")
+        elif fmt is TableFormat.csv:
+            sys.stdout.write(result.to_csv())
+        else:
+            render.records_table(result.columns, result.rows, out)
+
+
+@app.command()
+def doctor(
+    fmt: SummaryFormat = typer.Option(SummaryFormat.text, "--format", "-f", help="text or json."),
+) -> None:
+    """Print what a debugging session must verify first: Python and package versions,
+    NVIDIA tools (ncu, compute-sanitizer, nvcc, cuda-gdb), the GPUs, torch/triton/TVM."""
+    with error_boundary():
+        env = environment.probe()
+        if fmt is SummaryFormat.json:
+            sys.stdout.write(render.environment_json(env) + "\n")
+        else:
+            render.environment_text(env, out)
+
+
+def main() -> None:  # pragma: no cover - console-script shim
+    app()

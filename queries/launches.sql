@@ -1,0 +1,15 @@
+/*
+Launches with their report, in load order, optionally filtered by a regular expression
+on the kernel name ($kernel, NULL for all; matched against demangled and mangled names).
+*/
+SELECT
+    l.*,
+    r.path AS report_path,
+    r.arch,
+    r.device_name
+FROM launches AS l
+JOIN reports AS r USING (report_id)
+WHERE $kernel IS NULL
+   OR regexp_matches(l.kernel_demangled, $kernel)
+   OR regexp_matches(l.kernel_mangled, $kernel)
+ORDER BY l.report_id, l.range_idx, l.action_idx

@@ -1,0 +1,174 @@
+"""The `wsperf` command as a user runs it: a real process, real fixture reports, the
+exit code and what lands on stdout/stderr."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "fixtures" / "reports"
+ALL_REPORTS = sorted(REPORTS.glob("*.ncu-rep"))
+
+
+def wsperf(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    exe = shutil.which("wsperf", path=str(Path(sys.executable).parent)) or "wsperf"
+    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def kernels(*reports: Path, extra: tuple[str, ...] = ()) -> list[dict]:
+    p = wsperf("analyze", *reports, "--format", "json", *extra)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["kernels"]
+
+
+def assert_one_error_line(p: subprocess.CompletedProcess, code: int, *needles: str) -> None:
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), p.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_every_fixture_report_analyzes_to_valid_json():
+    ks = kernels(*ALL_REPORTS)
+    assert {Path(k["report"]).name for k in ks} == {r.name for r in ALL_REPORTS}
+    # 10 single-launch reports plus the 9-launch report.
+    assert len(ks) == len(ALL_REPORTS) - 1 + 9
+    for k in ks:
+        assert k["arch"] == "sm_90" and k["device"] == "NVIDIA H200"
+        assert k["duration_ns"] > 0 and all(v >= 1 for v in k["grid"] + k["block"])
+
+
+# Each fixture's design decides what its SASS must contain (see fixtures/README.md).
+@pytest.mark.parametrize(
+    "report, tensor, copies, mbarrier, setmaxnreg, local_memory",
+    [
+        ("gemm_wgmma_tma", "wgmma", ["tma", "ld/st"], True, True, False),
+        ("gemm_wgmma_cpasync", "wgmma", ["cp.async", "ld/st"], True, True, False),
+        ("gemm_ffma", "none", ["ld/st"], False, False, False),
+        ("ws_stream_healthy", "none", ["tma", "ld/st"], True, False, False),
+        ("ws_stream_producer", "none", ["ld/st"], True, False, False),
+        ("ws_stream_spill", "none", ["tma", "ld/st"], True, False, True),
+    ],
+)
+def test_instruction_families_match_the_kernel_design(report, tensor, copies, mbarrier, setmaxnreg, local_memory):
+    (k,) = kernels(REPORTS / f"{report}.ncu-rep")
+    f = k["families"]
+    assert f["tensor"] == tensor
+    assert f["copies"] == copies
+    assert (f["mbarrier"], f["setmaxnreg"], f["local_memory"]) == (mbarrier, setmaxnreg, local_memory)
+
+
+def test_launch_shape_and_cluster_dims():
+    (healthy,) = kernels(REPORTS / "ws_stream_healthy.ncu-rep")
+    (cluster,) = kernels(REPORTS / "ws_stream_cluster.ncu-rep")
+    (gemm,) = kernels(REPORTS / "gemm_wgmma_tma.ncu-rep")
+    assert healthy["block"] == [160, 1, 1] and healthy["grid"] == [396, 1, 1]
+    assert cluster["cluster"] == [2, 1, 1] and max(healthy["cluster"]) <= 1
+    assert gemm["grid"] == [32, 32, 1] and gemm["block"] == [384, 1, 1]
+    assert gemm["dynamic_smem_bytes"] == 4 * (128 * 64 * 2 * 2) + 1024 + 256
+    assert gemm["registers_per_thread"] == 168
+
+
+def test_text_output_names_each_launch():
+    p = wsperf("analyze", REPORTS / "gemm_wgmma_tma.ncu-rep")
+    assert p.returncode == 0, p.stderr
+    for needle in ("gemm_ws", "32x32x1 / 384x1x1", "wgmma", "tma"):
+        assert needle in p.stdout
+
+
+def test_markdown_output_is_a_table():
+    p = wsperf("analyze", REPORTS / "multi_launch.ncu-rep", "--format", "markdown")
+    assert p.returncode == 0, p.stderr
+    rows = [l for l in p.stdout.splitlines() if l.startswith("|")]
+    assert len(rows) == 2 + 9
+    assert sum("transpose\\_naive" in r for r in rows) == 3
+
+
+def test_kernel_filter_is_a_regex_and_no_match_is_an_error():
+    ks = kernels(REPORTS / "multi_launch.ncu-rep", extra=("--kernel", "^(saxpy|reduce)"))
+    assert sorted({k["name"] for k in ks}) == ["reduce_sum", "saxpy"] and len(ks) == 6
+    p = wsperf("analyze", REPORTS / "multi_launch.ncu-rep", "--kernel", "no_such_kernel")
+    assert_one_error_line(p, 2, "no_such_kernel")
+
+
+def test_sql_over_a_report_in_memory_json_and_csv():
+    q = "SELECT opcode, executed FROM opcodes WHERE opcode = 'HGMMA'"
+    p = wsperf("sql", q, "--report", REPORTS / "gemm_wgmma_tma.ncu-rep", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    # 1024 CTAs x 2 consumer warpgroups x 4 warps x 64 k-blocks x 4 wgmma each
+    assert json.loads(p.stdout) == [{"opcode": "HGMMA", "executed": 1024 * 8 * 64 * 4}]
+    p = wsperf("sql", q, "--report", REPORTS / "gemm_wgmma_tma.ncu-rep", "--format", "csv")
+    assert p.stdout.splitlines() == ["opcode,executed", f"HGMMA,{1024 * 8 * 64 * 4}"]
+
+
+def test_db_persists_appends_and_is_idempotent(tmp_path):
+    db = tmp_path / "runs.duckdb"
+    assert wsperf("analyze", REPORTS / "ws_stream_healthy.ncu-rep", "--db", db).returncode == 0
+    assert wsperf("analyze", REPORTS / "gemm_ffma.ncu-rep", "--db", db).returncode == 0
+    copy = tmp_path / "same-content.ncu-rep"
+    shutil.copy(REPORTS / "gemm_ffma.ncu-rep", copy)
+    assert wsperf("analyze", copy, "--db", db).returncode == 0
+    p = wsperf("sql", "SELECT count(*) AS n FROM reports", "--db", db, "--format", "json")
+    assert json.loads(p.stdout) == [{"n": 2}]
+    p = wsperf("sql", "SELECT kernel_function FROM launches ORDER BY launch_id", "--db", db, "--format", "csv")
+    assert p.stdout.splitlines() == ["kernel_function", "ws_stream", "gemm_ffma"]
+
+
+def test_bad_sql_is_one_error_line(tmp_path):
+    p = wsperf("sql", "SELECT nope FROM launches", "--report", REPORTS / "gemm_ffma.ncu-rep")
+    assert_one_error_line(p, 2, "query failed")
+    p = wsperf("sql", "SELECT 1")
+    assert_one_error_line(p, 2, "--db")
+    p = wsperf("sql", "SELECT 1", "--db", tmp_path / "absent.duckdb")
+    assert_one_error_line(p, 2, "no such database")
+
+
+def _bad_inputs(tmp: Path) -> dict[str, Path]:
+    good = (REPORTS / "ws_stream_healthy.ncu-rep").read_bytes()
+    files = {
+        "missing": tmp / "missing.ncu-rep",
+        "empty": tmp / "empty.ncu-rep",
+        "text": tmp / "text.ncu-rep",
+        "truncated-head": tmp / "trunc-head.ncu-rep",
+        "truncated-middle": tmp / "trunc-middle.ncu-rep",
+        "directory": tmp / "dir.ncu-rep",
+    }
+    files["empty"].write_bytes(b"")
+    files["text"].write_text("==PROF== this is ncu's console output, not a report\n")
+    files["truncated-head"].write_bytes(good[:4096])
+    files["truncated-middle"].write_bytes(good[: len(good) // 2])
+    files["directory"].mkdir()
+    return files
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "text", "truncated-head", "truncated-middle", "directory"])
+def test_bad_input_is_one_error_line_and_keeps_the_db(tmp_path, kind):
+    db = tmp_path / "keep.duckdb"
+    assert wsperf("analyze", REPORTS / "gemm_ffma.ncu-rep", "--db", db).returncode == 0
+    before = wsperf("sql", "SELECT (SELECT count(*) FROM reports), (SELECT count(*) FROM metrics)", "--db", db,
+                    "--format", "csv").stdout
+    bad = _bad_inputs(tmp_path)[kind]
+    p = wsperf("analyze", bad, "--db", db)
+    assert_one_error_line(p, 2, bad.name)
+    after = wsperf("sql", "SELECT (SELECT count(*) FROM reports), (SELECT count(*) FROM metrics)", "--db", db,
+                   "--format", "csv").stdout
+    assert before == after and before.splitlines()[1] != "0,0"
+
+
+def test_doctor_reports_versions():
+    p = wsperf("doctor", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    env = json.loads(p.stdout)
+    assert env["packages"]["ncu-report"] and env["packages"]["duckdb"]
+    assert env["python"].startswith("3.")
+    assert {t["name"] for t in env["tools"]} >= {"ncu", "compute-sanitizer", "nvcc", "cuda-gdb"}
+    p = wsperf("doctor")
+    assert p.returncode == 0 and "ncu-report" in p.stdout
