@@ -32,24 +32,28 @@ class FamilyCount:
 class Families:
     """The instruction paths of one launch, from its SASS."""
 
-    tensor: str  # best tensor path present: tcgen05 | wgmma | mma.sync | none
-    copies: tuple[str, ...]  # subset of COPY_ORDER, in that order
-    mbarrier: bool
-    setmaxnreg: bool
-    cluster_barrier: bool
-    local_memory: bool
+    known: bool  # False: the report holds no instruction-level data for this launch
+    tensor: str  # best tensor path present: tcgen05 | wgmma | mma.sync | none | unknown
+    copies: tuple[str, ...] | None  # subset of COPY_ORDER, in that order (None: unknown)
+    mbarrier: bool | None  # None: unknown
+    setmaxnreg: bool | None
+    cluster_barrier: bool | None
+    local_memory: bool | None
     counts: tuple[FamilyCount, ...]
 
     @classmethod
-    def from_counts(cls, counts: list[FamilyCount]) -> "Families":
+    def from_counts(cls, counts: list[FamilyCount], known: bool = True) -> "Families":
+        """`known=False` when the report has neither source counters nor instruction
+        statistics for the launch: then nothing can be said to be absent."""
         present = {c.family for c in counts if (c.executed or 0) > 0 or (c.static_count or 0) > 0}
         return cls(
-            tensor=next((t for t in TENSOR_ORDER if t in present), "none"),
-            copies=tuple(c for c in COPY_ORDER if c in present),
-            mbarrier="mbarrier" in present,
-            setmaxnreg="setmaxnreg" in present,
-            cluster_barrier="cluster-barrier" in present,
-            local_memory="local-memory" in present,
+            known=known,
+            tensor=next((t for t in TENSOR_ORDER if t in present), "none" if known else "unknown"),
+            copies=tuple(c for c in COPY_ORDER if c in present) if known else None,
+            mbarrier="mbarrier" in present if known else None,
+            setmaxnreg="setmaxnreg" in present if known else None,
+            cluster_barrier="cluster-barrier" in present if known else None,
+            local_memory="local-memory" in present if known else None,
             counts=tuple(counts),
         )
 
@@ -134,7 +138,7 @@ def summarize(con: duckdb.DuckDBPyConnection, kernel: str | None = None) -> list
             static_smem_bytes=l["static_smem_bytes"],
             dynamic_smem_bytes=l["dynamic_smem_bytes"],
             duration_ns=l["duration_ns"],
-            families=Families.from_counts(fam.get(l["launch_id"], [])),
+            families=Families.from_counts(fam.get(l["launch_id"], []), known=bool(l["has_instruction_data"])),
             ncu_rules=tuple(rules.get(l["launch_id"], [])),
         )
         for l in launches

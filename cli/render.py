@@ -48,16 +48,29 @@ def _cluster(s: LaunchSummary) -> str:
     return dims(s.cluster) if any(v > 1 for v in s.cluster) else "none"
 
 
+UNKNOWN_FAMILIES = ("unknown: the report has no source counters or instruction statistics "
+                    "(collect with --set full, or --section SourceCounters --section InstructionStats)")
+
+
+def _yes(b: bool | None) -> str:
+    return "unknown" if b is None else ("yes" if b else "no")
+
+
+def _copies(f) -> str:
+    return "unknown" if f.copies is None else (", ".join(f.copies) or "none")
+
+
 def _families_line(s: LaunchSummary) -> list[tuple[str, str]]:
     f = s.families
-    yes = lambda b: "yes" if b else "no"  # noqa: E731
+    if not f.known:
+        return [("instructions", UNKNOWN_FAMILIES)]
     return [
         ("tensor", f.tensor),
-        ("copies", ", ".join(f.copies) or "none"),
-        ("mbarrier", yes(f.mbarrier)),
-        ("setmaxnreg", yes(f.setmaxnreg)),
-        ("cluster barrier", yes(f.cluster_barrier)),
-        ("local memory", yes(f.local_memory)),
+        ("copies", _copies(f)),
+        ("mbarrier", _yes(f.mbarrier)),
+        ("setmaxnreg", _yes(f.setmaxnreg)),
+        ("cluster barrier", _yes(f.cluster_barrier)),
+        ("local memory", _yes(f.local_memory)),
     ]
 
 
@@ -122,8 +135,8 @@ def summaries_markdown(summaries: list[LaunchSummary]) -> str:
         f = s.families
         out.append(
             f"| {s.launch_id} | {md(s.name)} | {dims(s.grid)} / {dims(s.block)} / {_cluster(s)} | "
-            f"{duration(s.duration_ns)} | {f.tensor} | {', '.join(f.copies) or 'none'} | "
-            f"{'yes' if f.mbarrier else 'no'} | {'yes' if f.setmaxnreg else 'no'} | {'yes' if f.local_memory else 'no'} |"
+            f"{duration(s.duration_ns)} | {f.tensor} | {_copies(f)} | "
+            f"{_yes(f.mbarrier)} | {_yes(f.setmaxnreg)} | {_yes(f.local_memory)} |"
         )
     return "\n".join(out) + "\n"
 

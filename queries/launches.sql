@@ -6,7 +6,12 @@ SELECT
     l.*,
     r.path AS report_path,
     r.arch,
-    r.device_name
+    r.device_name,
+    -- Whether instruction-level data exists for the launch: per-PC SASS rows (source
+    -- counters) or per-opcode counts (InstructionStats). Without either, instruction
+    -- families are unknown, not absent.
+    EXISTS (SELECT 1 FROM sass AS s WHERE s.launch_id = l.launch_id)
+        OR EXISTS (SELECT 1 FROM opcodes AS o WHERE o.launch_id = l.launch_id) AS has_instruction_data
 FROM launches AS l
 JOIN reports AS r USING (report_id)
 WHERE $kernel IS NULL

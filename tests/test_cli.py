@@ -6,25 +6,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-REPORTS = ROOT / "fixtures" / "reports"
-ALL_REPORTS = sorted(REPORTS.glob("*.ncu-rep"))
-
-
-def wsperf(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    exe = shutil.which("wsperf", path=str(Path(sys.executable).parent)) or "wsperf"
-    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
-
-
-def kernels(*reports: Path, extra: tuple[str, ...] = ()) -> list[dict]:
-    p = wsperf("analyze", *reports, "--format", "json", *extra)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)["kernels"]
+from support import ALL_REPORTS, REPORTS, kernels, wsperf
 
 
 def assert_one_error_line(p: subprocess.CompletedProcess, code: int, *needles: str) -> None:
@@ -172,3 +158,24 @@ def test_doctor_reports_versions():
     assert {t["name"] for t in env["tools"]} >= {"ncu", "compute-sanitizer", "nvcc", "cuda-gdb"}
     p = wsperf("doctor")
     assert p.returncode == 0 and "ncu-report" in p.stdout
+
+
+def test_report_without_instruction_data_says_unknown_not_none():
+    (k,) = kernels(REPORTS / "gemm_wgmma_tma_basic.ncu-rep")
+    f = k["families"]
+    assert f["known"] is False and f["tensor"] == "unknown"
+    assert f["copies"] is None and f["mbarrier"] is None
+    p = wsperf("analyze", REPORTS / "gemm_wgmma_tma_basic.ncu-rep")
+    assert p.returncode == 0 and "unknown" in p.stdout and "SourceCounters" in p.stdout
+
+
+@pytest.mark.parametrize("report, tensor, copies", [
+    ("triton_matmul", "wgmma", ["tma", "ld/st"]),
+    ("torch_mm", "wgmma", ["tma", "ld/st"]),
+])
+def test_third_party_kernels(report, tensor, copies):
+    (k,) = kernels(REPORTS / f"{report}.ncu-rep")
+    assert (k["families"]["tensor"], k["families"]["copies"]) == (tensor, copies)
+    if report == "torch_mm":  # cuBLAS: persistent grid of 1x2 clusters, setmaxnreg, cluster barriers
+        assert k["grid"] == [132, 1, 1] and k["cluster"][:2] in ([1, 2], [2, 1])
+        assert k["families"]["setmaxnreg"] and k["families"]["cluster_barrier"]

@@ -1,0 +1,26 @@
+"""Shared by the test modules: where the real fixtures are, and running `wsperf` as a
+user does (a real process, so exit codes and stderr are what a user sees)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "fixtures" / "reports"
+ALL_REPORTS = sorted(REPORTS.glob("*.ncu-rep"))
+
+
+def wsperf(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    exe = shutil.which("wsperf", path=str(Path(sys.executable).parent)) or shutil.which("wsperf") or "wsperf"
+    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def kernels(*reports: Path, extra: tuple[str, ...] = ()) -> list[dict]:
+    """`wsperf analyze --format json` of the reports: the list of launch objects."""
+    p = wsperf("analyze", *reports, "--format", "json", *extra)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["kernels"]
