@@ -45,7 +45,10 @@ class Families:
     def from_counts(cls, counts: list[FamilyCount], known: bool = True) -> "Families":
         """`known=False` when the report has neither source counters nor instruction
         statistics for the launch: then nothing can be said to be absent."""
-        present = {c.family for c in counts if (c.executed or 0) > 0 or (c.static_count or 0) > 0}
+        # In a profile, what ran decides (dead code such as an unused epilogue path is
+        # not the kernel's path); without execution counts, what the SASS holds.
+        present = {c.family for c in counts
+                   if (c.executed > 0 if c.executed is not None else (c.static_count or 0) > 0)}
         return cls(
             known=known,
             tensor=next((t for t in TENSOR_ORDER if t in present), "none" if known else "unknown"),

@@ -170,12 +170,12 @@ def test_report_without_instruction_data_says_unknown_not_none():
 
 
 @pytest.mark.parametrize("report, tensor, copies", [
-    ("triton_matmul", "wgmma", ["tma", "ld/st"]),
+    ("triton_matmul", "wgmma", ["tma"]),  # operands by TMA, epilogue STSM + TMA store: no LDG/STS staging
     ("torch_mm", "wgmma", ["tma", "ld/st"]),
 ])
 def test_third_party_kernels(report, tensor, copies):
     (k,) = kernels(REPORTS / f"{report}.ncu-rep")
     assert (k["families"]["tensor"], k["families"]["copies"]) == (tensor, copies)
     if report == "torch_mm":  # cuBLAS: persistent grid of 1x2 clusters, setmaxnreg, cluster barriers
-        assert k["grid"] == [132, 1, 1] and k["cluster"][:2] in ([1, 2], [2, 1])
+        assert k["grid"] == [2, 66, 1] and k["cluster"] == [2, 1, 1]
         assert k["families"]["setmaxnreg"] and k["families"]["cluster_barrier"]
