@@ -1,0 +1,138 @@
+/*
+The wsperf store: what `wsperf.collectors.ncu.load_report` writes, one row per thing an
+Nsight Compute report holds. Applied by `wsperf.collectors.store.open_store` on every
+open; every statement is idempotent (CREATE ... IF NOT EXISTS).
+
+Ids: `report_id` and `launch_id` are wsperf's own, allocated on load as max + 1, so a
+persisted store keeps growing across sessions. A report is identified by the SHA-256 of
+its bytes: loading the same content again (under any path) adds nothing.
+
+Sources: every value comes from NVIDIA's `ncu_report` module (PyPI `ncu-report`), never
+from ncu's text output. Metric names are Nsight Compute's (`launch__grid_dim_x`,
+`smsp__pcsamp_warps_issue_stalled_long_scoreboard`, ...); a column that is NULL means the
+report does not hold that metric (not collected by the sections used), never zero.
+
+Only `reports` and `launches` carry keys; the large tables are plain (no index to
+maintain on bulk load) and join on `launch_id`.
+*/
+
+CREATE TABLE IF NOT EXISTS wsperf_meta (
+    key VARCHAR PRIMARY KEY,  -- setting name; 'schema_version' is the layout of these tables
+    value VARCHAR NOT NULL    -- its value, as text
+);
+
+CREATE TABLE IF NOT EXISTS reports (
+    report_id INTEGER PRIMARY KEY,   -- wsperf id of the report, 1, 2, ... in load order
+    path VARCHAR NOT NULL,           -- absolute path the report was first loaded from
+    sha256 VARCHAR NOT NULL UNIQUE,  -- hex SHA-256 of the file's bytes: its identity in the store
+    size_bytes BIGINT NOT NULL,      -- file size (bytes)
+    ncu_version VARCHAR,             -- version of the ncu that collected it; NULL: ncu_report does not expose it (see the fixture's provenance.json)
+    reader_version VARCHAR,          -- version of the ncu_report module that read it, e.g. '2026.3.1'
+    collected_at TIMESTAMP,          -- UTC start of the earliest profiled launch (GPU global timer, ns since the Unix epoch, in profiler__timestamp_workload_start_*); NULL when absent
+    device_name VARCHAR,             -- device__attribute_display_name of the first launch, e.g. 'NVIDIA H200'
+    compute_capability VARCHAR,      -- 'major.minor' from device__attribute_compute_capability_major/_minor, e.g. '9.0'
+    arch VARCHAR,                    -- 'sm_' || major || minor, e.g. 'sm_90' (the device, not the cubin's sm_90a)
+    num_launches INTEGER NOT NULL,   -- profiled results (ncu actions) in the report, over all ranges
+    loaded_at TIMESTAMP NOT NULL     -- UTC time wsperf loaded it
+);
+
+CREATE TABLE IF NOT EXISTS launches (
+    launch_id BIGINT PRIMARY KEY,        -- wsperf id of the profiled launch (one ncu action)
+    report_id INTEGER NOT NULL,          -- reports.report_id
+    range_idx INTEGER NOT NULL,          -- index of the ncu range (IContext.range_by_idx), 0-based
+    action_idx INTEGER NOT NULL,         -- index of the action within its range (IRange.action_by_idx), 0-based
+    kernel_mangled VARCHAR,              -- IAction.name(NameBase_MANGLED), e.g. '_Z5saxpyifPKfPf'
+    kernel_demangled VARCHAR,            -- IAction.name(NameBase_DEMANGLED), e.g. 'saxpy(int, float, const float *, float *)'
+    kernel_function VARCHAR,             -- IAction.name(NameBase_FUNCTION), e.g. 'saxpy'
+    workload_type VARCHAR,               -- 'kernel', 'range', 'graph', 'cmdlist' or 'subgrid_schedule' (IAction.workload_type)
+    device_id INTEGER,                   -- launch__device_id: CUDA device ordinal
+    stream_id BIGINT,                    -- launch__stream_id
+    grid_x BIGINT,                       -- launch__grid_dim_x (CTAs)
+    grid_y BIGINT,                       -- launch__grid_dim_y (CTAs)
+    grid_z BIGINT,                       -- launch__grid_dim_z (CTAs)
+    block_x INTEGER,                     -- launch__block_dim_x (threads)
+    block_y INTEGER,                     -- launch__block_dim_y (threads)
+    block_z INTEGER,                     -- launch__block_dim_z (threads)
+    cluster_x INTEGER,                   -- launch__cluster_dim_x (CTAs); 0 when the launch has no cluster (ncu reports 0, not 1)
+    cluster_y INTEGER,                   -- launch__cluster_dim_y (CTAs); 0 without a cluster
+    cluster_z INTEGER,                   -- launch__cluster_dim_z (CTAs); 0 without a cluster
+    cluster_size INTEGER,                -- launch__cluster_size: CTAs per cluster; 0 without a cluster
+    grid_size BIGINT,                    -- launch__grid_size: CTAs in the grid
+    block_size INTEGER,                  -- launch__block_size: threads per CTA
+    threads BIGINT,                      -- launch__thread_count: threads in the grid
+    registers_per_thread INTEGER,        -- launch__registers_per_thread (registers)
+    static_smem_bytes BIGINT,            -- launch__shared_mem_per_block_static (bytes per CTA)
+    dynamic_smem_bytes BIGINT,           -- launch__shared_mem_per_block_dynamic (bytes per CTA)
+    smem_config_bytes BIGINT,            -- launch__shared_mem_config_size: shared-memory carve-out per SM (bytes)
+    sm_count INTEGER,                    -- device__attribute_multiprocessor_count (SMs)
+    waves_per_sm DOUBLE,                 -- launch__waves_per_multiprocessor (waves)
+    occupancy_limit_blocks INTEGER,      -- launch__occupancy_limit_blocks: CTAs per SM allowed by the CTA-slot limit
+    occupancy_limit_registers INTEGER,   -- launch__occupancy_limit_registers: CTAs per SM allowed by registers
+    occupancy_limit_shared_mem INTEGER,  -- launch__occupancy_limit_shared_mem: CTAs per SM allowed by shared memory
+    occupancy_limit_warps INTEGER,       -- launch__occupancy_limit_warps: CTAs per SM allowed by warp slots
+    occupancy_limit_barriers INTEGER,    -- launch__occupancy_limit_barriers: CTAs per SM allowed by named barriers
+    theoretical_occupancy_pct DOUBLE,    -- sm__maximum_warps_per_active_cycle_pct (% of the SM's warp slots)
+    achieved_occupancy_pct DOUBLE,       -- sm__warps_active.avg.pct_of_peak_sustained_active (% of the SM's warp slots)
+    elapsed_cycles DOUBLE,               -- gpc__cycles_elapsed.max (cycles)
+    duration_ns DOUBLE,                  -- gpu__time_duration.sum converted to nanoseconds (ns)
+    num_metrics INTEGER NOT NULL         -- metrics the report holds for the launch (aggregate rows in `metrics`)
+);
+
+CREATE TABLE IF NOT EXISTS metrics (
+    launch_id BIGINT NOT NULL,  -- launches.launch_id
+    name VARCHAR NOT NULL,      -- Nsight Compute metric name, e.g. 'gpu__time_duration.sum'
+    instance INTEGER,           -- NULL: the metric's aggregate value; 0..n-1: its n instance values, in ncu's order
+    correlation_id UBIGINT,     -- numeric correlation id of the instance: for per-PC (source counter) metrics the PC (virtual address); NULL on aggregate rows and for text ids
+    correlation_name VARCHAR,   -- text correlation id of the instance, e.g. the opcode 'HGMMA' of sass__inst_executed_per_opcode
+    value_double DOUBLE,        -- numeric value (integers as DOUBLE); NULL for text values and for metrics the report holds without a value
+    value_string VARCHAR,       -- text value (e.g. device__attribute_display_name); NULL for numeric values
+    unit VARCHAR,               -- ncu's unit of the value, e.g. 'ns', 'byte', 'inst', '%'; '' when unitless
+    metric_type VARCHAR         -- 'counter', 'ratio', 'throughput' or 'other' (IMetric.metric_type)
+);
+
+CREATE TABLE IF NOT EXISTS sass (
+    launch_id BIGINT NOT NULL,        -- launches.launch_id
+    pc UBIGINT NOT NULL,              -- instruction address (virtual address, bytes): a correlation id of the per-PC metrics
+    function_pc UBIGINT,              -- start address of the function holding the instruction (launch__function_pcs; else the lowest PC seen)
+    func_offset BIGINT,               -- pc - function_pc (bytes); what ncu-ui's Source page shows as the address offset
+    opcode VARCHAR,                   -- base mnemonic without guard and modifiers, e.g. 'HGMMA', 'SYNCS', 'LDG'
+    opcode_full VARCHAR,              -- mnemonic with its dotted modifiers, e.g. 'SYNCS.PHASECHK.TRANS64.TRYWAIT'
+    guard VARCHAR,                    -- guard predicate, e.g. '@!P0'; NULL when unguarded
+    sass VARCHAR,                     -- the instruction as IAction.sass_by_pc returns it
+    inst_executed BIGINT,             -- inst_executed at this PC (warp-level instructions); 0 when not executed, NULL when not collected
+    thread_inst_executed BIGINT,      -- thread_inst_executed at this PC (thread-level instructions); NULL when not collected
+    thread_inst_executed_true BIGINT, -- thread_inst_executed_true at this PC (thread-level, predicate true); NULL when not collected
+    pcsamp_samples BIGINT,            -- smsp__pcsamp_sample_count at this PC (warp samples); NULL when not collected
+    pcsamp_samples_not_issued BIGINT, -- sum over reasons of smsp__pcsamp_warps_issue_stalled_*_not_issued at this PC (samples in which no warp issued); NULL when not collected
+    source_file VARCHAR,              -- IAction.source_info(pc).file_name(); NULL without line info (-lineinfo)
+    source_line INTEGER               -- IAction.source_info(pc).line(); NULL without line info
+);
+
+CREATE TABLE IF NOT EXISTS stalls (
+    launch_id BIGINT NOT NULL,         -- launches.launch_id
+    pc UBIGINT NOT NULL,               -- sass.pc of the sampled instruction
+    reason VARCHAR NOT NULL,           -- suffix of smsp__pcsamp_warps_issue_stalled_<reason>, e.g. 'long_scoreboard', 'barrier', 'selected'
+    samples BIGINT NOT NULL,           -- smsp__pcsamp_warps_issue_stalled_<reason> at this PC (warp samples)
+    samples_not_issued BIGINT NOT NULL -- smsp__pcsamp_warps_issue_stalled_<reason>_not_issued at this PC (samples in which no warp issued); rows where both counts are 0 are left out
+);
+
+CREATE TABLE IF NOT EXISTS opcodes (
+    launch_id BIGINT NOT NULL,  -- launches.launch_id
+    opcode VARCHAR NOT NULL,    -- base SASS mnemonic, e.g. 'HGMMA' (the correlation id of sass__inst_executed_per_opcode)
+    executed BIGINT NOT NULL,   -- warp-level instructions executed with this opcode (inst)
+    thread_executed BIGINT,     -- thread-level instructions executed with predicate true (sass__thread_inst_executed_true_per_opcode); NULL when absent
+    source VARCHAR NOT NULL     -- 'ncu': from sass__inst_executed_per_opcode (InstructionStats); 'sass': summed from sass.inst_executed when ncu's metric is absent
+);
+
+CREATE TABLE IF NOT EXISTS ncu_rules (
+    launch_id BIGINT NOT NULL,  -- launches.launch_id
+    rule_idx INTEGER NOT NULL,  -- position of the result in IAction.rule_results(), 0-based
+    rule_id VARCHAR NOT NULL,   -- rule identifier, e.g. 'CPIStall'
+    section_id VARCHAR,         -- section the rule belongs to, e.g. 'WarpStateStats'
+    name VARCHAR,               -- rule name, e.g. 'Warp Stall'
+    title VARCHAR,              -- message title ('' when the rule gave none)
+    message VARCHAR,            -- message text, with ncu's @section:/@url: link markup kept
+    msg_type VARCHAR,           -- 'none', 'ok', 'optimization', 'warning' or 'error'
+    speedup_type VARCHAR,       -- 'local' (hardware efficiency), 'global' (kernel runtime) or 'unknown'; NULL without an estimate
+    estimated_speedup DOUBLE    -- ncu's estimated speedup (%); NULL without an estimate
+);
