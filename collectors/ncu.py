@@ -232,7 +232,9 @@ class _Schedule:
     code goes only to "warm" readers (that have disassembled before) and to one chosen
     reader; the others read metrics only and leave each launch's code part in a queue
     that the warm ones serve first. With fewer launches than readers, every launch is
-    split into its two parts from the start so that two readers share it."""
+    split into its two parts from the start so that two readers share it; with at least
+    twice as many, cold readers warm up as they open the report (`_serve`) and whole
+    launches go round."""
 
     def __init__(self, launches: int, readers: list[_Worker]) -> None:
         self.coder = next((w for w in readers if w.code_warm), readers[0])
@@ -550,7 +552,10 @@ def _serve() -> int:
       {"abort": true}    drop the report                  -> {"done": null}
 
     A damaged report is answered with {"error": "..."} and dropped. Exits at end of input."""
-    import resource
+    try:
+        import resource
+    except ImportError:  # Windows has none: there readers are never retired for size
+        resource = None  # type: ignore[assignment]
 
     # pyarrow imports pandas (~0.25 s) the first time it converts a Python list, only to
     # look for pandas types; a reader never has any, so keep pandas out of this process.
@@ -581,7 +586,8 @@ def _serve() -> int:
                 warm |= part != METRICS
             elif "finish" in msg:
                 meta = reader.finish()  # type: ignore[union-attr]
-                meta["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # peak; Linux counts KiB
+                if resource is not None:  # peak resident size; Linux counts KiB
+                    meta["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
                 reader = None
                 emit(done=meta)
             else:
