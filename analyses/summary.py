@@ -1,8 +1,8 @@
 """Per-launch summary: what ran, how it was launched, which instruction paths it used.
 
 This is the first block `wsperf analyze` prints for every launch; the hypotheses add
-their verdicts beside it. Arithmetic and grouping happen in SQL (`launches.sql`,
-`families.sql`); this module only shapes rows into typed values.
+their verdicts beside it. Arithmetic and grouping happen in SQL (`launches.sql`, the
+`instruction_families` view of schema.sql); this module only shapes rows into typed values.
 """
 
 from __future__ import annotations
@@ -107,11 +107,9 @@ def summarize(con: duckdb.DuckDBPyConnection, kernel: str | None = None) -> list
     ids = [l["launch_id"] for l in launches]
 
     fam: dict[int, list[FamilyCount]] = {}
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW _families AS {read_query('families.sql')}"
-    )
     for launch_id, kind, family, static_count, executed in con.execute(
-        "SELECT launch_id, kind, family, static_count, executed FROM _families WHERE list_contains($ids, launch_id)",
+        """SELECT launch_id, kind, family, static_count, executed FROM instruction_families
+           WHERE list_contains($ids, launch_id) ORDER BY launch_id, kind, family""",
         {"ids": ids},
     ).fetchall():
         fam.setdefault(launch_id, []).append(FamilyCount(family, kind, static_count, executed))

@@ -136,3 +136,116 @@ CREATE TABLE IF NOT EXISTS ncu_rules (
     speedup_type VARCHAR,       -- 'local' (hardware efficiency), 'global' (kernel runtime) or 'unknown'; NULL without an estimate
     estimated_speedup DOUBLE    -- ncu's estimated speedup (%); NULL without an estimate
 );
+
+-- Instruction families per launch: which tensor, copy and synchronization paths the
+-- generated SASS uses. One row per (launch, family) present, with how many SASS
+-- instructions of the family the kernel holds (static, from `sass`) and how many warp-level
+-- instructions of it executed (from `sass` per-PC counters, or from the per-opcode counts
+-- in `opcodes` when the report has no source counters).
+--
+-- kind:   tensor | copy | sync | regs | memory | math
+-- family: tcgen05 | wgmma | mma.sync | tma | cp.async | ld/st | mbarrier | cluster-barrier
+--         elect | setmaxnreg | local-memory | ffma
+--
+-- The opcode patterns are SASS base mnemonics (what `opcodes.opcode` holds); each was
+-- checked against disassembly of sm_90a (and, for tcgen05, sm_100a) code.
+CREATE OR REPLACE VIEW instruction_families AS
+WITH family(pattern, family, kind) AS (
+    VALUES
+        -- Blackwell tensor path: tcgen05.mma (UTC*MMA), tensor-memory copies/loads/stores
+        ('UTC[A-Z]*MMA', 'tcgen05', 'tensor'),
+        ('UTC(BAR|CP|SHIFT)', 'tcgen05', 'tensor'),
+        ('(LD|ST)TM', 'tcgen05', 'tensor'),
+        -- Hopper tensor path: wgmma.mma_async
+        ('[HQIB]GMMA', 'wgmma', 'tensor'),
+        -- Warp-level mma.sync (Volta..): the slow path on sm_90 and sm_100
+        ('[HIDB]MMA', 'mma.sync', 'tensor'),
+        -- Bulk and tensor copies through the TMA unit
+        ('UTMA(LDG|STG|REDG|PF)|UBLK(CP|RED|PF)', 'tma', 'copy'),
+        -- Ampere-style cp.async (global -> shared without registers)
+        ('LDGSTS', 'cp.async', 'copy'),
+        -- Plain loads and stores that stage data through registers
+        ('LDG|STG|LDS|STS|LDSM', 'ld/st', 'copy'),
+        ('SYNCS', 'mbarrier', 'sync'),
+        ('UCGABAR_[A-Z]+', 'cluster-barrier', 'sync'),
+        ('ELECT', 'elect', 'sync'),
+        ('USETMAXREG', 'setmaxnreg', 'regs'),
+        ('LDL|STL', 'local-memory', 'memory'),
+        ('FFMA', 'ffma', 'math')
+),
+per_opcode AS (
+    -- Static count and executed count per opcode; opcodes-table counts only where the
+    -- report has no per-PC rows for that launch.
+    SELECT launch_id, opcode, count(*) AS static_count, sum(inst_executed) AS executed
+    FROM sass
+    GROUP BY launch_id, opcode
+    UNION ALL
+    SELECT o.launch_id, o.opcode, NULL AS static_count, o.executed
+    FROM opcodes AS o
+    WHERE NOT EXISTS (SELECT 1 FROM sass AS s WHERE s.launch_id = o.launch_id)
+)
+SELECT
+    p.launch_id,
+    f.kind,
+    f.family,
+    sum(p.static_count)::BIGINT AS static_count,
+    sum(p.executed)::BIGINT AS executed
+FROM per_opcode AS p
+JOIN family AS f ON regexp_full_match(p.opcode, f.pattern)
+GROUP BY p.launch_id, f.kind, f.family;
+
+-- ---------------------------------------------------------------------------------
+-- Derived from `sass` by wsperf.analyses.roles (recomputed by wsperf, not loaded from
+-- the report): the warp-specialization role of every instruction, and views over it.
+-- ---------------------------------------------------------------------------------
+
+CREATE TABLE IF NOT EXISTS role_pcs (
+    launch_id BIGINT NOT NULL,  -- launches.launch_id
+    pc UBIGINT NOT NULL,        -- sass.pc
+    block_pc UBIGINT NOT NULL,  -- first PC of the basic block holding the instruction
+    role VARCHAR NOT NULL,      -- 'producer' (path that issues copies into shared memory), 'consumer' (path that does the matrix/FMA work) or 'common' (reaches both, or neither: prologue, a non-specialized main loop)
+    is_wait BOOLEAN NOT NULL,   -- an mbarrier wait site: SYNCS.PHASECHK*, the guarded branch consuming its predicate, or an out-of-line retry stub
+    is_seed BOOLEAN NOT NULL,   -- the block itself issues copies or does matrix/FMA work (what decided its role)
+    in_loop BOOLEAN NOT NULL    -- inside the span of a backward branch (a loop body)
+);
+
+-- Per launch and role: how much code, work and PC-sampling time, and the share of that
+-- time spent waiting on mbarriers.
+CREATE OR REPLACE VIEW roles AS
+SELECT
+    p.launch_id,
+    p.role,
+    count(*) AS instructions,                            -- SASS instructions of the role
+    sum(s.inst_executed) AS executed,                    -- warp-level instructions executed (inst)
+    sum(s.pcsamp_samples) AS samples,                    -- PC samples of the role's warps (warp samples)
+    coalesce(sum(s.pcsamp_samples) FILTER (WHERE p.is_wait), 0) AS wait_samples,  -- of those, at mbarrier wait sites
+    coalesce(sum(s.pcsamp_samples) FILTER (WHERE p.is_wait), 0)
+        / nullif(sum(s.pcsamp_samples), 0) AS wait_share  -- wait_samples / samples; NULL without samples
+FROM role_pcs AS p
+JOIN sass AS s USING (launch_id, pc)
+GROUP BY p.launch_id, p.role;
+
+-- Stall reasons per launch and role, split into samples at mbarrier wait sites and
+-- elsewhere: the per-role stall breakdown.
+CREATE OR REPLACE VIEW role_stalls AS
+SELECT
+    p.launch_id,
+    p.role,
+    st.reason,                              -- smsp__pcsamp_warps_issue_stalled_<reason>
+    p.is_wait AS at_wait,                   -- samples at mbarrier wait sites
+    sum(st.samples) AS samples,             -- warp samples
+    sum(st.samples_not_issued) AS samples_not_issued
+FROM role_pcs AS p
+JOIN stalls AS st USING (launch_id, pc)
+GROUP BY p.launch_id, p.role, st.reason, p.is_wait;
+
+-- Whether each launch is warp-specialized: both a producer and a consumer path executed.
+-- NULL when the report has no SASS (no source counters) for the launch.
+CREATE OR REPLACE VIEW warp_specialization AS
+SELECT
+    l.launch_id,
+    CASE WHEN NOT EXISTS (SELECT 1 FROM role_pcs AS p WHERE p.launch_id = l.launch_id) THEN NULL
+         ELSE coalesce((SELECT sum(executed) FROM roles AS r WHERE r.launch_id = l.launch_id AND r.role = 'producer'), 0) > 0
+          AND coalesce((SELECT sum(executed) FROM roles AS r WHERE r.launch_id = l.launch_id AND r.role = 'consumer'), 0) > 0
+    END AS warp_specialized
+FROM launches AS l;

@@ -1,0 +1,164 @@
+"""The hypothesis catalogue and its verdicts.
+
+Each hypothesis is one packaged SQL file (`queries/<id>.sql`) whose leading `/* */`
+comment is a YAML header: id, question, evidence, threshold (named defaults, used in the
+query as `$name`), measured (the fixture values the thresholds were chosen from),
+remedy. The query returns exactly one row per launch with `launch_id`, `status`
+(confirmed / rejected / no_data), `summary`, and any further columns: those are the
+evidence, shown beside the verdict.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Iterable
+
+import duckdb
+import yaml
+
+from wsperf.collectors.errors import InputError, QueryError
+from wsperf.queries import query_names, read_query
+
+_HEADER = re.compile(r"\A\s*/\*(.*?)\*/", re.S)
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+REQUIRED_KEYS = ("id", "question", "evidence", "threshold", "remedy")
+
+# What a user can ask to be present (`--expect`): each maps to the families that meet it.
+EXPECTATIONS = ("tma", "tensor-core", "wgmma", "tcgen05", "setmaxnreg", "warp-specialized")
+
+
+class Status(str, enum.Enum):
+    """A verdict: the evidence confirms or rejects the hypothesis, or is missing."""
+
+    confirmed = "confirmed"
+    rejected = "rejected"
+    no_data = "no_data"
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One catalogue entry: its header and its SQL."""
+
+    id: str
+    question: str
+    evidence: tuple[str, ...]
+    thresholds: dict[str, Any]
+    remedy: str
+    sql: str
+    measured: str = ""
+
+    @property
+    def params(self) -> set[str]:
+        return set(_PARAM.findall(self.sql))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One hypothesis tested on one launch."""
+
+    id: str
+    status: Status
+    summary: str
+    evidence: dict[str, Any]
+    remedy: str
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """All findings for one launch."""
+
+    launch_id: int
+    findings: tuple[Finding, ...] = field(default=())
+
+    def confirmed(self) -> list[Finding]:
+        return [f for f in self.findings if f.status is Status.confirmed]
+
+
+def parse_header(name: str, sql: str) -> dict[str, Any] | None:
+    """The YAML header of a query, or None when the query has no hypothesis header."""
+    m = _HEADER.match(sql)
+    # Only a header that opens with `id:` declares a hypothesis; other queries and DDL
+    # files carry prose headers.
+    if not m or not m.group(1).lstrip().startswith("id:"):
+        return None
+    try:
+        doc = yaml.safe_load(m.group(1))
+    except yaml.YAMLError as e:
+        raise QueryError(f"queries/{name}.sql: header is not YAML: {e}") from None
+    if not isinstance(doc, dict) or "id" not in doc:
+        return None
+    missing = [k for k in REQUIRED_KEYS if k not in doc]
+    if missing:
+        raise QueryError(f"queries/{name}.sql: header lacks {', '.join(missing)}")
+    return doc
+
+
+@cache
+def catalogue() -> tuple[Hypothesis, ...]:
+    """Every packaged hypothesis, in file-name order."""
+    out = []
+    for name in query_names():
+        sql = read_query(name)
+        doc = parse_header(name, sql)
+        if doc is None:
+            continue
+        out.append(Hypothesis(
+            id=str(doc["id"]),
+            question=str(doc["question"]).strip(),
+            evidence=tuple(str(e) for e in doc["evidence"] or ()),
+            thresholds=dict(doc["threshold"] or {}),
+            remedy=" ".join(str(doc["remedy"]).split()),
+            sql=sql,
+            measured=str(doc.get("measured", "")).strip(),
+        ))
+    return tuple(out)
+
+
+def check_expectations(expect: Iterable[str]) -> list[str]:
+    out = []
+    for e in expect:
+        if e not in EXPECTATIONS:
+            raise InputError(f"unknown --expect {e!r}; known: {', '.join(EXPECTATIONS)}")
+        out.append(e)
+    return sorted(set(out))
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and v != v:  # NaN: a figure ncu could not compute
+        return None
+    if hasattr(v, "item"):  # numpy scalar
+        return v.item()
+    return v
+
+
+def evaluate(
+    con: duckdb.DuckDBPyConnection,
+    launch_ids: list[int],
+    expect: Iterable[str] = (),
+    thresholds: dict[str, dict[str, Any]] | None = None,
+) -> dict[int, Verdicts]:
+    """Run every hypothesis over the given launches. `thresholds` overrides header
+    defaults per hypothesis id (e.g. from a nightly job's config file)."""
+    expect = check_expectations(expect)
+    overrides = thresholds or {}
+    by_launch: dict[int, list[Finding]] = {lid: [] for lid in launch_ids}
+    for h in catalogue():
+        values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
+        params = {k: v for k, v in values.items() if k in h.params}
+        try:
+            cur = con.execute(h.sql, params)
+        except duckdb.Error as e:
+            raise QueryError(f"hypothesis {h.id}: {str(e).strip().splitlines()[0]}") from None
+        cols = [d[0] for d in cur.description]
+        for row in cur.fetchall():
+            rec = dict(zip(cols, row))
+            lid = rec.pop("launch_id")
+            if lid not in by_launch:
+                continue
+            status = Status(rec.pop("status"))
+            summary = rec.pop("summary")
+            by_launch[lid].append(Finding(h.id, status, summary, {k: _clean(v) for k, v in rec.items()}, h.remedy))
+    return {lid: Verdicts(lid, tuple(fs)) for lid, fs in by_launch.items()}

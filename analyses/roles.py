@@ -1,0 +1,207 @@
+"""Warp-specialization roles from SASS: which instructions belong to the producer, which
+to the consumer, and where each role waits.
+
+A warp-specialized kernel dispatches on the warp (or warpgroup) index into disjoint code
+paths: the producer path issues copies (TMA `UTMALDG`, bulk `UBLKCP`, `LDGSTS`, or
+LDG+STS by hand) and waits on "empty" mbarriers; the consumer path does the math
+(`HGMMA`, `UTC*MMA`, `HMMA`, FFMA) and waits on "full" mbarriers. This module recovers
+those paths from the SASS alone, without source:
+
+1. basic blocks and edges from the branch targets in the SASS text;
+2. seeds: blocks that issue copies into shared memory (producer) or do matrix/FMA work
+   (consumer);
+3. a block belongs to a role when everything it can reach holds seeds of that role only
+   (the role's loop, its barrier-retry stubs), or when it reaches no seed and all its
+   predecessors are of that role (the role's epilogue); blocks reaching both are common
+   (prologue, or the single loop of a kernel that is not specialized);
+4. the kernel is warp-specialized when both roles have executed blocks.
+
+Wait sites are the mbarrier phase checks (`SYNCS.PHASECHK*`), the guarded branch that
+consumes their predicate (where PC sampling piles the waiting warps up), and the small
+retry stubs the compiler moves out of line. The result is written to DuckDB tables
+`role_pcs` and `roles` so the hypotheses are plain SQL over them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from wsperf.collectors.store import transaction
+
+_TARGET = re.compile(r"(0x[0-9a-fA-F]+)\s*;?\s*$")
+# Opcodes that end a basic block; `BRA`/`JMP` without a guard do not fall through.
+_BRANCHES = {"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "BPT", "KILL"}
+_NO_FALLTHROUGH = {"RET", "EXIT", "KILL", "BRX", "JMX"}
+_PRODUCER_COPY = re.compile(r"^(UTMALDG|UBLKCP\.S\.G|UBLKCP|LDGSTS)")
+_CONSUMER_MMA = re.compile(r"^([HQIB]GMMA|UTC[A-Z]*MMA|[HID]MMA)")
+# A stub this short that holds a phase check is a barrier-retry loop, all of it waiting.
+_MAX_STUB = 8
+# FFMA in one block at or above this count marks the block as math (consumer) work.
+_MIN_FFMA = 4
+
+
+@dataclass(frozen=True)
+class Instr:
+    pc: int
+    opcode: str
+    opcode_full: str
+    guard: str | None
+    text: str
+
+
+@dataclass
+class Block:
+    start: int
+    instrs: list[Instr]
+    succ: set[int]
+    seeds: set[str]
+    role: str = "common"
+
+
+def _target(ins: Instr) -> int | None:
+    m = _TARGET.search(ins.text or "")
+    return int(m.group(1), 16) if m else None
+
+
+def build_blocks(instrs: list[Instr]) -> dict[int, Block]:
+    """Basic blocks keyed by start PC, with successor edges and role seeds."""
+    if not instrs:
+        return {}
+    pcs = {i.pc for i in instrs}
+    leaders = {instrs[0].pc}
+    for k, ins in enumerate(instrs):
+        if ins.opcode in _BRANCHES or ins.opcode == "BSYNC":
+            t = _target(ins) if ins.opcode in ("BRA", "JMP", "CALL") else None
+            if t in pcs:
+                leaders.add(t)
+            if k + 1 < len(instrs):
+                leaders.add(instrs[k + 1].pc)
+    blocks: dict[int, Block] = {}
+    cur: Block | None = None
+    for ins in instrs:
+        if ins.pc in leaders:
+            cur = Block(ins.pc, [], set(), set())
+            blocks[ins.pc] = cur
+        cur.instrs.append(ins)
+    starts = sorted(blocks)
+    nxt = {s: starts[i + 1] for i, s in enumerate(starts[:-1])}
+    for b in blocks.values():
+        last = b.instrs[-1]
+        t = _target(last) if last.opcode in ("BRA", "JMP", "CALL") else None
+        if t in blocks:
+            b.succ.add(t)
+        unconditional = last.opcode in _NO_FALLTHROUGH or (
+            last.opcode in ("BRA", "JMP") and last.guard is None and last.opcode_full in ("BRA", "JMP")
+        )
+        if not unconditional and b.start in nxt:
+            b.succ.add(nxt[b.start])
+        ops = [i.opcode_full for i in b.instrs]
+        if any(_PRODUCER_COPY.match(o) for o in ops) or (
+            any(o.startswith("LDG") for o in ops) and any(o.startswith("STS") for o in ops)
+            and not any(o.startswith("FFMA") for o in ops)
+        ):
+            b.seeds.add("producer")
+        if any(_CONSUMER_MMA.match(o) for o in ops) or sum(o.startswith("FFMA") for o in ops) >= _MIN_FFMA:
+            b.seeds.add("consumer")
+    return blocks
+
+
+def assign_roles(blocks: dict[int, Block]) -> None:
+    """Set `Block.role` to producer, consumer or common (see the module docstring)."""
+    reach: dict[int, set[str]] = {s: set(b.seeds) for s, b in blocks.items()}
+    changed = True
+    while changed:  # forward closure of seed roles; small graphs, a fixpoint is cheap
+        changed = False
+        for s, b in blocks.items():
+            before = len(reach[s])
+            for t in b.succ:
+                reach[s] |= reach[t]
+            changed |= len(reach[s]) != before
+    preds: dict[int, set[int]] = {s: set() for s in blocks}
+    for s, b in blocks.items():
+        for t in b.succ:
+            preds[t].add(s)
+    for s, b in blocks.items():
+        r = reach[s]
+        b.role = next(iter(r)) if len(r) == 1 else ("common" if r else "none")
+    changed = True
+    while changed:  # seedless blocks (epilogues) inherit a single role from predecessors
+        changed = False
+        for s, b in blocks.items():
+            if b.role != "none":
+                continue
+            roles = {blocks[p].role for p in preds[s]} - {"none"}
+            if len(roles) == 1 and roles <= {"producer", "consumer"}:
+                b.role = roles.pop()
+                changed = True
+    for b in blocks.values():
+        if b.role == "none":
+            b.role = "common"
+
+
+def wait_pcs(blocks: dict[int, Block]) -> set[int]:
+    """PCs where a warp waits on an mbarrier phase (see the module docstring)."""
+    waits: set[int] = set()
+    for b in blocks.values():
+        checks = [k for k, i in enumerate(b.instrs) if i.opcode_full.startswith("SYNCS.PHASECHK")]
+        if not checks:
+            continue
+        if len(b.instrs) <= _MAX_STUB:
+            waits.update(i.pc for i in b.instrs)
+            continue
+        for k in checks:
+            waits.add(b.instrs[k].pc)
+            # The predicate is consumed by the next guarded branch; samples of the waiting
+            # warps land there (long_scoreboard on the SYNCS result).
+            for j in range(k + 1, min(k + 4, len(b.instrs))):
+                if b.instrs[j].opcode == "BRA" and b.instrs[j].guard:
+                    waits.add(b.instrs[j].pc)
+                    break
+    return waits
+
+
+def loop_pcs(instrs: list[Instr]) -> set[int]:
+    """PCs inside the span of a backward branch (target <= branch PC): loop bodies."""
+    spans = []
+    for ins in instrs:
+        if ins.opcode in ("BRA", "JMP"):
+            t = _target(ins)
+            if t is not None and t <= ins.pc:
+                spans.append((t, ins.pc))
+    return {i.pc for i in instrs if any(a <= i.pc <= b for a, b in spans)}
+
+
+def build_roles(con: duckdb.DuckDBPyConnection, launch_ids: list[int] | None = None) -> None:
+    """(Re)compute `role_pcs` for the given launches (default: every launch that has
+    SASS rows but no role rows yet). Launches without SASS rows get no role rows: their
+    roles are unknown, and the views say so with NULLs."""
+    if launch_ids is None:
+        launch_ids = [r[0] for r in con.execute(
+            """SELECT DISTINCT launch_id FROM sass
+               WHERE launch_id NOT IN (SELECT DISTINCT launch_id FROM role_pcs)""").fetchall()]
+    if not launch_ids:
+        return
+    rows: list[tuple] = []
+    for lid in launch_ids:
+        instrs = [Instr(*r) for r in con.execute(
+            "SELECT pc, opcode, opcode_full, guard, sass FROM sass WHERE launch_id = ? ORDER BY pc", [lid]).fetchall()]
+        blocks = build_blocks(instrs)
+        assign_roles(blocks)
+        waits = wait_pcs(blocks)
+        loops = loop_pcs(instrs)
+        for b in blocks.values():
+            for i in b.instrs:
+                rows.append((lid, i.pc, b.start, b.role, i.pc in waits, bool(b.seeds), i.pc in loops))
+    table = pa.table(list(zip(*rows)) if rows else [[]] * 7,
+                     names=["launch_id", "pc", "block_pc", "role", "is_wait", "is_seed", "in_loop"])
+    with transaction(con, "instruction roles"):
+        con.execute("DELETE FROM role_pcs WHERE list_contains(?, launch_id)", [launch_ids])
+        con.register("_role_rows", table)
+        try:
+            con.execute("INSERT INTO role_pcs SELECT * FROM _role_rows")
+        finally:
+            con.unregister("_role_rows")

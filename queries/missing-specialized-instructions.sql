@@ -1,0 +1,112 @@
+/*
+id: missing-specialized-instructions
+question: Does the kernel run its matrix or copy work on a slower path than the architecture offers?
+evidence:
+  - instruction_families (executed): tcgen05 / wgmma / mma.sync; tma / cp.async / ld/st; setmaxnreg
+  - reports.arch: sm_90 offers wgmma and TMA; sm_100/101/103/110 offer tcgen05 and TMA; older and sm_120 offer mma.sync
+  - mbarrier phase waits executed (SYNCS.PHASECHK): a pipeline built for asynchronous copies
+  - --expect from the user: tma, tensor-core (the arch's best MMA), wgmma, tcgen05, setmaxnreg, warp-specialized
+threshold:
+  expect: []   # filled from --expect / the config file; listed here so the catalogue names it
+measured: |
+  confirmed by the kernel itself: gemm_wgmma_cpasync (mbarrier pipeline fed by cp.async on sm_90, no TMA),
+  ws_stream_producer (mbarrier pipeline fed by LDG+STS, no TMA).
+  confirmed by --expect tensor-core: gemm_ffma (FFMA only). rejected: gemm_wgmma_tma, triton_matmul,
+  torch_mm (wgmma + TMA on sm_90), ws_stream_healthy (bulk copies), multi_launch kernels (no MMA, no mbarrier).
+remedy: >
+  Use the architecture's asynchronous paths: on sm_90 wgmma (compile for sm_90a:
+  -gencode=arch=compute_90a,code=sm_90a) and TMA (cp.async.bulk.tensor with a
+  __grid_constant__ CUtensorMap) completing on an mbarrier; on sm_100 tcgen05.mma with
+  tensor memory and TMA. In CUTLASS pick an SM90/SM100 TMA warp-specialized mainloop; in
+  Triton use tensor descriptors. Read the SASS (HGMMA/UTCHMMA, UTMALDG) to confirm.
+*/
+WITH fam AS (
+    SELECT
+        launch_id,
+        bool_or(family = 'tcgen05' AND executed > 0) AS uses_tcgen05,
+        bool_or(family = 'wgmma' AND executed > 0) AS uses_wgmma,
+        bool_or(family = 'mma.sync' AND executed > 0) AS uses_mma_sync,
+        bool_or(family = 'tma' AND executed > 0) AS uses_tma,
+        bool_or(family = 'cp.async' AND executed > 0) AS uses_cp_async,
+        bool_or(family = 'ld/st' AND executed > 0) AS uses_ld_st,
+        bool_or(family = 'setmaxnreg' AND executed > 0) AS uses_setmaxnreg,
+        bool_or(family = 'ffma' AND executed > 0) AS uses_ffma
+    FROM instruction_families
+    GROUP BY launch_id
+),
+waits AS (
+    SELECT launch_id, sum(inst_executed) AS mbarrier_waits
+    FROM sass WHERE opcode_full LIKE 'SYNCS.PHASECHK%'
+    GROUP BY launch_id
+),
+data AS (
+    SELECT DISTINCT launch_id FROM opcodes
+),
+v AS (
+    SELECT
+        l.launch_id,
+        r.arch,
+        CASE
+            WHEN r.arch = 'sm_90' THEN 'wgmma'
+            WHEN r.arch IN ('sm_100', 'sm_101', 'sm_103', 'sm_110') THEN 'tcgen05'
+            ELSE 'mma.sync'
+        END AS best_tensor,
+        -- TMA exists from compute capability 9.0 on.
+        coalesce(TRY_CAST(split_part(r.compute_capability, '.', 1) AS INTEGER) >= 9, false) AS has_tma,
+        d.launch_id IS NOT NULL AS has_data,
+        CASE WHEN f.uses_tcgen05 THEN 'tcgen05' WHEN f.uses_wgmma THEN 'wgmma'
+             WHEN f.uses_mma_sync THEN 'mma.sync' ELSE 'none' END AS tensor_path,
+        list_filter([CASE WHEN f.uses_tma THEN 'tma' END, CASE WHEN f.uses_cp_async THEN 'cp.async' END,
+                     CASE WHEN f.uses_ld_st THEN 'ld/st' END], lambda x: x IS NOT NULL) AS copy_paths,
+        coalesce(f.uses_tma, false) AS uses_tma,
+        coalesce(f.uses_cp_async, false) OR coalesce(f.uses_ld_st, false) AS uses_staged_copies,
+        coalesce(f.uses_setmaxnreg, false) AS uses_setmaxnreg,
+        coalesce(wt.mbarrier_waits, 0) AS mbarrier_waits,
+        w.warp_specialized
+    FROM launches AS l
+    JOIN reports AS r USING (report_id)
+    LEFT JOIN fam AS f USING (launch_id)
+    LEFT JOIN waits AS wt USING (launch_id)
+    LEFT JOIN data AS d USING (launch_id)
+    LEFT JOIN warp_specialization AS w USING (launch_id)
+),
+g AS (
+    SELECT *,
+        list_filter([
+            CASE WHEN tensor_path = 'mma.sync' AND best_tensor <> 'mma.sync'
+                 THEN printf('matrix work on mma.sync (HMMA) where %s offers %s', arch, best_tensor) END,
+            CASE WHEN list_contains($expect, 'tensor-core') AND tensor_path <> best_tensor
+                 THEN printf('expected tensor cores (%s on %s), found %s', best_tensor, arch, tensor_path) END,
+            CASE WHEN list_contains($expect, 'wgmma') AND tensor_path <> 'wgmma'
+                 THEN printf('expected wgmma, found %s', tensor_path) END,
+            CASE WHEN list_contains($expect, 'tcgen05') AND tensor_path <> 'tcgen05'
+                 THEN printf('expected tcgen05, found %s', tensor_path) END,
+            CASE WHEN has_tma AND mbarrier_waits > 0 AND NOT uses_tma AND uses_staged_copies
+                 THEN printf('mbarrier pipeline fed by %s, no TMA on %s', array_to_string(list_filter(copy_paths, lambda x: x <> 'tma'), ' and '), arch) END,
+            CASE WHEN list_contains($expect, 'tma') AND NOT uses_tma
+                 THEN 'expected TMA copies, none executed' END,
+            CASE WHEN list_contains($expect, 'setmaxnreg') AND NOT uses_setmaxnreg
+                 THEN 'expected setmaxnreg, none executed' END,
+            CASE WHEN list_contains($expect, 'warp-specialized') AND NOT coalesce(warp_specialized, false)
+                 THEN 'expected a warp-specialized kernel, found no separate producer and consumer paths' END
+        ], lambda x: x IS NOT NULL) AS gaps
+    FROM v
+)
+SELECT
+    launch_id,
+    CASE WHEN NOT has_data THEN 'no_data' WHEN len(gaps) > 0 THEN 'confirmed' ELSE 'rejected' END AS status,
+    CASE
+        WHEN NOT has_data THEN
+            'no instruction counts in the report: collect --section InstructionStats --section SourceCounters (or --set full)'
+        WHEN len(gaps) > 0 THEN array_to_string(gaps, '; ')
+        ELSE printf('tensor path %s, copies %s on %s', tensor_path,
+                    CASE WHEN len(copy_paths) = 0 THEN 'none' ELSE array_to_string(copy_paths, ', ') END, arch)
+    END AS summary,
+    arch,
+    tensor_path,
+    best_tensor,
+    copy_paths,
+    mbarrier_waits,
+    uses_setmaxnreg,
+    gaps
+FROM g

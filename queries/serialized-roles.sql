@@ -1,0 +1,104 @@
+/*
+id: serialized-roles
+question: Do data movement and math take turns instead of overlapping?
+evidence:
+  - warp-specialized kernels: roles.wait_share of both roles (each waits on the other in turn)
+  - gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed (a saturated memory system explains waiting without serialization)
+  - other kernels: share of PC samples stalled on long_scoreboard (waiting for loaded data) inside loops
+  - mbarrier stages: how many phase-tracked barriers the prologue initializes (SYNCS.EXCH)
+threshold:
+  min_consumer_wait_share: 0.10   # consumers wait for each stage
+  min_producer_wait_share: 0.30   # and the producer waits for each slot
+  max_dram_pct: 70                # above this the waits are the memory system, not the handoff
+  min_loop_load_wait_share: 0.50  # non-specialized: share of samples waiting on loads inside loops
+  min_role_samples: 50
+measured: |
+  warp-specialized, confirmed: ws_stream_serialized (1 stage) consumer 0.145 / producer 0.533, DRAM 31.8%.
+  rejected: ws_stream_healthy (4 stages) 0.016 / 0.538; ws_stream_consumer 0.001 / 0.552;
+            ws_stream_spill 0.082 / 0.548; ws_stream_producer 0.874 / 0.001; gemm_wgmma_tma 0.057 / 0.761;
+            gemm_wgmma_cpasync 0.218 / 0.047; torch_mm (cuBLAS) 0.010 / 0.004.
+  not specialized: multi_launch reduce_sum (one load then one add per trip) 0.885 of samples wait on
+            loads inside loops, DRAM 12.8% (confirmed); saxpy 0.0 (no loop), transpose_naive 0.0 (unrolled),
+            gemm_ffma 0.322, triton_matmul 0.090 (rejected).
+remedy: >
+  Overlap copy and compute: give the ring at least two (typically 3-4) stages, wait on
+  the empty barrier of the slot you are about to fill (parity flips once per lap), and
+  release a stage as soon as its last read is done (arrive on empty before the epilogue,
+  not after). Without specialization: prefetch the next tile (cp.async / TMA or register
+  double-buffering) before computing on the current one, and unroll loads ahead of use.
+*/
+WITH r AS (
+    SELECT
+        launch_id,
+        max(wait_share) FILTER (WHERE role = 'consumer') AS consumer_wait_share,
+        max(wait_share) FILTER (WHERE role = 'producer') AS producer_wait_share,
+        max(samples) FILTER (WHERE role = 'consumer') AS consumer_samples,
+        max(samples) FILTER (WHERE role = 'producer') AS producer_samples
+    FROM roles
+    GROUP BY launch_id
+),
+loads AS (
+    SELECT
+        p.launch_id,
+        coalesce(sum(st.samples) FILTER (WHERE p.in_loop AND st.reason = 'long_scoreboard'), 0)
+            / nullif(sum(st.samples), 0) AS loop_load_wait_share
+    FROM role_pcs AS p
+    JOIN stalls AS st USING (launch_id, pc)
+    GROUP BY p.launch_id
+),
+stages AS (
+    -- mbarrier.init compiles to SYNCS.EXCH.64; full and empty barriers per stage.
+    SELECT launch_id, count(*) AS mbarrier_inits
+    FROM sass WHERE opcode_full LIKE 'SYNCS.EXCH%'
+    GROUP BY launch_id
+),
+m AS (
+    SELECT launch_id, max(value_double) AS dram_pct
+    FROM metrics
+    WHERE instance IS NULL AND name = 'gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed'
+    GROUP BY launch_id
+),
+v AS (
+    SELECT l.launch_id, w.warp_specialized, r.*, ld.loop_load_wait_share, m.dram_pct,
+           coalesce(s.mbarrier_inits, 0) AS mbarrier_inits
+    FROM launches AS l
+    LEFT JOIN warp_specialization AS w USING (launch_id)
+    LEFT JOIN r USING (launch_id)
+    LEFT JOIN loads AS ld USING (launch_id)
+    LEFT JOIN m USING (launch_id)
+    LEFT JOIN stages AS s USING (launch_id)
+)
+SELECT
+    launch_id,
+    CASE
+        WHEN warp_specialized IS NULL THEN 'no_data'
+        WHEN warp_specialized AND (coalesce(consumer_samples, 0) < $min_role_samples
+                                   OR coalesce(producer_samples, 0) < $min_role_samples) THEN 'no_data'
+        WHEN warp_specialized AND consumer_wait_share >= $min_consumer_wait_share
+         AND producer_wait_share >= $min_producer_wait_share
+         AND coalesce(dram_pct, 0) < $max_dram_pct THEN 'confirmed'
+        WHEN warp_specialized THEN 'rejected'
+        WHEN loop_load_wait_share IS NULL THEN 'no_data'
+        WHEN loop_load_wait_share >= $min_loop_load_wait_share AND coalesce(dram_pct, 0) < $max_dram_pct THEN 'confirmed'
+        ELSE 'rejected'
+    END AS status,
+    CASE
+        WHEN warp_specialized IS NULL THEN
+            'no SASS-level counters in the report: collect --section SourceCounters (or --set full) with PC sampling'
+        WHEN warp_specialized AND (coalesce(consumer_samples, 0) < $min_role_samples
+                                   OR coalesce(producer_samples, 0) < $min_role_samples) THEN
+            'too few PC samples per role: profile a longer launch'
+        WHEN warp_specialized THEN
+            printf('consumers wait for data %.0f%% and the producer for free slots %.0f%% of their samples, DRAM at %.0f%% of peak, %d mbarriers initialized',
+                   100 * consumer_wait_share, 100 * producer_wait_share, coalesce(dram_pct, 0), mbarrier_inits)
+        WHEN loop_load_wait_share IS NULL THEN 'no PC-sampling stall data in the report: collect --section SourceCounters (or --set full)'
+        ELSE printf('not warp-specialized; %.0f%% of samples wait on loaded data inside loops, DRAM at %.0f%% of peak',
+                    100 * loop_load_wait_share, coalesce(dram_pct, 0))
+    END AS summary,
+    warp_specialized,
+    round(consumer_wait_share, 4) AS consumer_wait_share,
+    round(producer_wait_share, 4) AS producer_wait_share,
+    round(loop_load_wait_share, 4) AS loop_load_wait_share,
+    round(dram_pct, 2) AS dram_pct,
+    mbarrier_inits
+FROM v

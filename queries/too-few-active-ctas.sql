@@ -1,0 +1,84 @@
+/*
+id: too-few-active-ctas
+question: Are too few CTAs (or clusters) resident to keep every SM busy?
+evidence:
+  - launches.grid_size, cluster_size, sm_count, occupancy_limit_* (LaunchStats, Occupancy)
+  - sm__cycles_active.avg / sm__cycles_elapsed.avg (share of the kernel's time an SM had work)
+  - launches.waves_per_sm
+threshold:
+  min_sm_active: 0.5   # below this share of elapsed cycles with work, SMs sat idle
+measured: |
+  ws_stream_fewctas (16 CTAs on 132 SMs): sm_active 0.121 (confirmed, limiter grid);
+  all others 0.82-0.99: ws_stream_healthy 0.957, gemm_wgmma_tma 0.949, torch_mm 0.951,
+  multi_launch reduce_sum (264 CTAs, 0.25 waves) 0.873 (rejected).
+remedy: >
+  Give every SM work: launch at least one CTA (or cluster) per SM, better a persistent grid
+  of SMs x CTAs-per-SM that loops over tiles; split K or use smaller tiles when the problem
+  has few output tiles; if a resource caps residency (the limiter named here), shrink it
+  (shared-memory stages, registers via setmaxnreg or __launch_bounds__) or pick a cluster
+  shape that fits the GPCs.
+*/
+WITH m AS (
+    SELECT
+        launch_id,
+        max(value_double) FILTER (WHERE name = 'sm__cycles_active.avg') AS sm_cycles_active,
+        max(value_double) FILTER (WHERE name = 'sm__cycles_elapsed.avg') AS sm_cycles_elapsed
+    FROM metrics
+    WHERE instance IS NULL AND name IN ('sm__cycles_active.avg', 'sm__cycles_elapsed.avg')
+    GROUP BY launch_id
+),
+v AS (
+    SELECT
+        l.launch_id,
+        l.grid_size,
+        greatest(l.cluster_size, 1) AS cluster_size,
+        l.grid_size // greatest(l.cluster_size, 1) AS clusters,
+        l.sm_count,
+        least(l.occupancy_limit_blocks, l.occupancy_limit_registers, l.occupancy_limit_shared_mem,
+              l.occupancy_limit_warps, l.occupancy_limit_barriers) AS ctas_per_sm,
+        l.waves_per_sm,
+        m.sm_cycles_active / nullif(m.sm_cycles_elapsed, 0) AS sm_active,
+        -- The resource that allows the fewest CTAs per SM (ties: first listed).
+        CASE least(l.occupancy_limit_blocks, l.occupancy_limit_registers, l.occupancy_limit_shared_mem,
+                   l.occupancy_limit_warps, l.occupancy_limit_barriers)
+            WHEN l.occupancy_limit_shared_mem THEN 'shared memory'
+            WHEN l.occupancy_limit_registers THEN 'registers'
+            WHEN l.occupancy_limit_warps THEN 'warps'
+            WHEN l.occupancy_limit_barriers THEN 'barriers'
+            ELSE 'CTA slots'
+        END AS occupancy_limiter
+    FROM launches AS l
+    LEFT JOIN m USING (launch_id)
+)
+SELECT
+    launch_id,
+    CASE
+        WHEN grid_size IS NULL OR sm_count IS NULL THEN 'no_data'
+        WHEN grid_size < sm_count OR sm_active < $min_sm_active THEN 'confirmed'
+        WHEN sm_active IS NULL THEN 'no_data'
+        ELSE 'rejected'
+    END AS status,
+    CASE
+        WHEN grid_size IS NULL OR sm_count IS NULL THEN
+            'no launch statistics in the report: collect --section LaunchStats --section Occupancy'
+        WHEN grid_size < sm_count THEN
+            printf('%d CTAs (%d clusters of %d) for %d SMs: %d SMs get no work (limiter: grid)',
+                   grid_size, clusters, cluster_size, sm_count, sm_count - grid_size)
+        WHEN sm_active < $min_sm_active THEN
+            printf('SMs had work %.0f%% of the time with %d CTAs, %.2f waves (limiter: %s, %d CTAs/SM)',
+                   100 * sm_active, grid_size, waves_per_sm, occupancy_limiter, ctas_per_sm)
+        WHEN sm_active IS NULL THEN
+            'no SM activity counters in the report: collect --section SpeedOfLight (or --set full)'
+        ELSE printf('SMs had work %.0f%% of the time: %d CTAs over %d SMs, %.2f waves at %d CTAs/SM (%s)',
+                    100 * sm_active, grid_size, sm_count, waves_per_sm, ctas_per_sm, occupancy_limiter)
+    END AS summary,
+    grid_size,
+    cluster_size,
+    clusters,
+    sm_count,
+    ctas_per_sm,
+    occupancy_limiter,
+    round(waves_per_sm, 3) AS waves_per_sm,
+    round(sm_active, 4) AS sm_active,
+    CASE WHEN grid_size < sm_count THEN 'grid' ELSE occupancy_limiter END AS limiter
+FROM v
