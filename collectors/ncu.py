@@ -655,14 +655,15 @@ class _Reader:
             name = action.name(self.nr.IAction.NameBase_FUNCTION) if action is not None else None
             if name is None:  # what the last result of a truncated report looks like
                 raise _Damaged()
+            pcs = None
             if part != CODE:
-                first, start_ns = self._read_launch(action, idx, ri, ai)
+                first, start_ns, pcs = self._read_launch(action, idx, ri, ai)
                 if self.meta["first"] is None or first["launch_idx"] < self.meta["first"]["launch_idx"]:
                     self.meta["first"] = first
                 if start_ns is not None:
                     self.meta["start_ns"] = min(start_ns, self.meta["start_ns"] or start_ns)
             if part != METRICS:
-                self._read_code(action, idx)
+                self._read_code(action, idx, pcs)
                 self._read_rules(action, idx)
         except (_Damaged, TypeError, UnicodeError) as e:
             # TypeError: a metric name that is not valid UTF-8 (metric_by_name refuses it).
@@ -701,9 +702,9 @@ class _Reader:
 
     # -- the metrics part of a launch --------------------------------------------------
 
-    def _read_launch(self, action: Any, idx: int, ri: int, ai: int) -> tuple[dict, int | None]:
+    def _read_launch(self, action: Any, idx: int, ri: int, ai: int) -> tuple[dict, int | None, set[int]]:
         """launches, metrics, sass_counts, stalls and opcodes rows of one launch; the
-        device facts and the start timestamp for the reports row."""
+        device facts and the start timestamp for the reports row, and the PCs."""
         scalars, instanced, n_metrics = self._read_metrics(action, idx)
         ia = self.nr.IAction
         duration = _number(scalars.get(DURATION))
@@ -723,8 +724,9 @@ class _Reader:
         anchor = _anchor(fstarts, ie[0] if ie and ie[2] == INT else ())
         per_pc = {name: dict(zip(ids, values)) for name, (ids, values, islot) in instanced.items()
                   if islot == INT and _is_code(ids, anchor)}
+        pcs: set[int] = set().union(*per_pc.values())
         if per_pc:
-            self._sass_counts(idx, per_pc, fstarts)
+            self._sass_counts(idx, per_pc, pcs, fstarts)
         self._opcodes(idx, instanced)
 
         first = {"launch_idx": idx, "device_name": _text(scalars.get("device__attribute_display_name")),
@@ -732,7 +734,7 @@ class _Reader:
                  "cc_minor": scalars.get("device__attribute_compute_capability_minor")}
         starts = [t for name, (ids, _, slot) in instanced.items()
                   if name.startswith(START_TIMESTAMP) and slot == INT for t in ids]
-        return first, min(starts) if starts else None
+        return first, min(starts) if starts else None, pcs
 
     def _read_metrics(self, action: Any, idx: int) -> tuple[dict, dict, int]:
         """Every metric of the action into the metrics staging columns: the aggregate
@@ -809,7 +811,7 @@ class _Reader:
         get, slot = got
         return [get(m, j) for j in range(k)], slot
 
-    def _sass_counts(self, idx: int, per_pc: dict[str, dict], fstarts: list[int]) -> None:
+    def _sass_counts(self, idx: int, per_pc: dict[str, dict], pcs: set[int], fstarts: list[int]) -> None:
         """The counter columns of sass, and stalls, from the per-PC metrics."""
         stalls: dict[tuple[int, str], list[int]] = {}
         for name, by_pc in per_pc.items():
@@ -826,11 +828,11 @@ class _Reader:
             not_issued[pc] = not_issued.get(pc, 0) + ni
         have_stalls = any(name.startswith(STALL_PREFIX) for name in per_pc)
 
-        pcs = sorted(set().union(*per_pc.values()))
         rows = []
-        for pc in pcs:
+        lowest = min(pcs)
+        for pc in sorted(pcs):
             k = bisect_right(fstarts, pc) - 1
-            start = fstarts[k] if k >= 0 else pcs[0]
+            start = fstarts[k] if k >= 0 else lowest
             row = {"launch_idx": idx, "pc": pc, "function_pc": start, "func_offset": pc - start,
                    "pcsamp_samples_not_issued": not_issued.get(pc, 0) if have_stalls else None}
             for col, metric in SASS_METRICS.items():
@@ -858,9 +860,25 @@ class _Reader:
 
     # -- the code part of a launch -----------------------------------------------------
 
-    def _read_code(self, action: Any, idx: int) -> None:
+    def _read_code(self, action: Any, idx: int, pcs: set[int] | None = None) -> None:
         """sass_code rows: disassembly and source line of every PC that a per-PC metric
-        lists. Reads only correlation ids; the metrics part reads the values."""
+        lists (`pcs`, when the metrics part just read them in this process)."""
+        if pcs is None:
+            pcs = self._code_pcs(action)
+        rows = []
+        for pc in sorted(pcs):
+            text = action.sass_by_pc(pc) or ""
+            guard, full = _split_sass(text)
+            info = action.source_info(pc)
+            rows.append({"launch_idx": idx, "pc": pc, "opcode": full.split(".", 1)[0] if full else None,
+                         "opcode_full": full, "guard": guard, "sass": text or None,
+                         "source_file": info.file_name() if info is not None else None,
+                         "source_line": info.line() if info is not None else None})
+        self._append("sass_code", rows)
+
+    def _code_pcs(self, action: Any) -> set[int]:
+        """The PCs the per-PC metrics list, reading only correlation ids (the values are
+        the metrics part's, maybe in another process)."""
         by_name, uint_kinds = action.metric_by_name, self.uint_kinds
         fpcs = by_name(FUNCTION_PCS)
         fstarts = sorted(fpcs.as_uint64(j) for j in range(fpcs.num_instances())) if fpcs is not None else []
@@ -868,9 +886,9 @@ class _Reader:
         ie_ids = ie.correlation_ids() if ie is not None and ie.num_instances() else None
         anchor = _anchor(fstarts, [ie_ids.as_uint64(j) for j in range(ie.num_instances())]
                          if ie_ids is not None and ie_ids.kind(0) in uint_kinds else ())
-        if anchor is None:
-            return
         pcs: set[int] = set()
+        if anchor is None:
+            return pcs
         for name in action.metric_names():
             m = by_name(name)
             if m is None:
@@ -885,16 +903,7 @@ class _Reader:
             ids = [ids_metric.as_uint64(j) for j in range(k)]
             if _is_code(ids, anchor):
                 pcs.update(ids)
-        rows = []
-        for pc in sorted(pcs):
-            text = action.sass_by_pc(pc) or ""
-            guard, full = _split_sass(text)
-            info = action.source_info(pc)
-            rows.append({"launch_idx": idx, "pc": pc, "opcode": full.split(".", 1)[0] if full else None,
-                         "opcode_full": full, "guard": guard, "sass": text or None,
-                         "source_file": info.file_name() if info is not None else None,
-                         "source_line": info.line() if info is not None else None})
-        self._append("sass_code", rows)
+        return pcs
 
     def _read_rules(self, action: Any, idx: int) -> None:
         rows = []

@@ -21,7 +21,7 @@ import pytest
 
 from wsperf.collectors.errors import QueryError, ReportError, StoreError
 from wsperf.collectors.ncu import load_report, load_reports
-from wsperf.collectors.store import open_store, table_counts
+from wsperf.collectors.store import SCHEMA_VERSION, open_store, table_counts
 from wsperf.queries import query_names, read_query, schema_sql
 
 REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
@@ -435,7 +435,7 @@ def test_schema_is_applied_idempotently(tmp_path):
     path = tmp_path / "store.duckdb"
     open_store(path).close()
     con = open_store(path)
-    assert con.execute("SELECT value FROM wsperf_meta WHERE key = 'schema_version'").fetchall() == [("1",)]
+    assert con.execute("SELECT value FROM wsperf_meta WHERE key = 'schema_version'").fetchall() == [(SCHEMA_VERSION,)]
     assert set(table_counts(con).values()) == {0}
     con.close()
 
