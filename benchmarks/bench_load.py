@@ -17,12 +17,16 @@ ncu_report's one-time set-up is behind it, and the ~7x the report's size that
 ncu_report keeps per load does not pile up). wsperf keeps its reader processes between
 loads, so its first repetition pays the one-time costs (interpreter start, ncu_report's
 ~0.5 s disassembler set-up, metric units) and is shown apart as "first". The target is
-wsperf <= 1.5 x bare on the medians of the rest.
+wsperf <= 1.5 x bare in wall-clock time on the medians of the rest. CPU time (wsperf:
+this process and its readers, Linux only) is shown too: wsperf reaches the target by
+reading on two cores, so a machine busy with other work moves the wall ratio towards
+the CPU ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -75,31 +79,48 @@ def bare_value(path: Path) -> int:
     return n
 
 
-def wsperf_load(path: Path) -> tuple[float, int]:
-    con = open_store(None)  # a fresh in-memory store each time; creating it is not timed
-    t = time.perf_counter()
+def readers_cpu() -> float:
+    """CPU seconds used so far by this process's live children (the readers); 0 where
+    /proc is not there."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == os.getpid():  # ppid; utime and stime follow at 11, 12
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def wsperf_load(path: Path) -> tuple[float, float, int]:
+    """Wall and CPU seconds of one load_report into a fresh in-memory store (creating
+    the store is not timed), and the metric rows it stored."""
+    con = open_store(None)
+    t, cpu = time.perf_counter(), time.process_time() + readers_cpu()
     result = load_report(con, path)
-    dt = time.perf_counter() - t
+    dt, dcpu = time.perf_counter() - t, time.process_time() + readers_cpu() - cpu
     con.close()
-    return dt, result.rows["metrics"]
+    return dt, dcpu, result.rows["metrics"]
 
 
 BARE = {"bare": bare_typed, "bare (IMetric.value)": bare_value}
 
 
 def bare_once(path: Path, label: str) -> int:
-    """`--bare LABEL`: an untimed read, then a timed one; prints 'seconds values'."""
+    """`--bare LABEL`: an untimed read, then a timed one; prints 'wall cpu values'."""
     BARE[label](path)
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     n = BARE[label](path)
-    print(f"{time.perf_counter() - t} {n}")
+    print(f"{time.perf_counter() - t} {time.process_time() - cpu} {n}")
     return 0
 
 
-def run_bare(path: Path, label: str) -> tuple[float, int]:
+def run_bare(path: Path, label: str) -> tuple[float, float, int]:
     out = subprocess.run([sys.executable, __file__, str(path), "--bare", label], capture_output=True, text=True,
                          check=True).stdout.split()
-    return float(out[0]), int(out[1])
+    return float(out[0]), float(out[1]), int(out[2])
 
 
 def main(argv: list[str]) -> int:
@@ -112,27 +133,29 @@ def main(argv: list[str]) -> int:
     if args.bare:
         return bare_once(report, args.bare)
 
-    times: dict[str, list[float]] = {"bare": [], "bare (IMetric.value)": [], "wsperf": []}
+    labels = [*BARE, "wsperf"]
+    wall: dict[str, list[float]] = {label: [] for label in labels}
+    cpu: dict[str, list[float]] = {label: [] for label in labels}
     counts = {}
     for _ in range(args.reps):
-        for label in BARE:
-            dt, counts[label] = run_bare(report, label)
-            times[label].append(dt)
-        dt, counts["wsperf"] = wsperf_load(report)
-        times["wsperf"].append(dt)
+        for label in labels:
+            dt, dcpu, counts[label] = wsperf_load(report) if label == "wsperf" else run_bare(report, label)
+            wall[label].append(dt)
+            cpu[label].append(dcpu)
+
+    def median(ts: list[float]) -> float:
+        return statistics.median(ts[1:] or ts)
 
     print(f"report: {report} ({report.stat().st_size / 2**20:.1f} MiB), {args.reps} repetitions")
     print(f"values read bare: {counts['bare']}; metric rows stored by wsperf: {counts['wsperf']}")
-    for label, ts in times.items():
-        rest = ts[1:] or ts
-        print(f"{label:22s} first {ts[0]:6.3f} s   median of the rest {statistics.median(rest):6.3f} s")
-    bare = statistics.median(times["bare"][1:] or times["bare"])
-    ws = statistics.median(times["wsperf"][1:] or times["wsperf"])
-    first = times["wsperf"][0] / times["bare"][0]
-    ratio = ws / bare
-    print(f"ratio wsperf / bare: {ratio:.2f}x (target <= {TARGET}x); first repetition {first:.2f}x")
+    for label in labels:
+        print(f"{label:22s} first {wall[label][0]:6.3f} s   median of the rest {median(wall[label]):6.3f} s wall, "
+              f"{median(cpu[label]):6.3f} s CPU")
+    ratio = median(wall["wsperf"]) / median(wall["bare"])
+    print(f"ratio wsperf / bare: {ratio:.2f}x wall (target <= {TARGET}x), "
+          f"{median(cpu['wsperf']) / median(cpu['bare']):.2f}x CPU; "
+          f"first repetition {wall['wsperf'][0] / wall['bare'][0]:.2f}x wall")
     return 0 if ratio <= TARGET else 1
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
