@@ -301,7 +301,10 @@ class _ReaderPool:
 
     def _run(self, workers: list[_Worker], p: Path, out: Path, timeout_s: float, progress: Progress | None) -> list[dict]:
         for i, w in enumerate(workers):
-            w.send({"open": str(p), "out": str(out), "reader": i, "readers": len(workers)}, "opening")
+            # The reader may not share our working directory for long: an absolute path
+            # to open, and the path as given for its messages.
+            w.send({"open": str(p.resolve()), "name": str(p), "out": str(out), "reader": i,
+                    "readers": len(workers)}, "opening")
         index = {id(w): i for i, w in enumerate(workers)}
         metas: list[dict | None] = [None] * len(workers)
         error: str | None = None
@@ -545,7 +548,7 @@ def _serve() -> int:
     """`python -m wsperf.collectors.ncu --serve`: the reader process. Messages, one JSON
     object a line; each is answered on stdout:
 
-      {"open": REPORT, "out": DIR, "reader": I, "readers": R}
+      {"open": PATH, "name": NAME, "out": DIR, "reader": I, "readers": R}
                                    -> {"opened": {"launches": N, "warm": bool}}
       {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
       {"finish": true}   write <table>.<I>.arrow into DIR -> {"done": {report facts}}
@@ -574,7 +577,7 @@ def _serve() -> int:
         msg = json.loads(line)
         try:
             if "open" in msg:
-                reader = _Reader(msg["open"], Path(msg["out"]), msg["reader"])
+                reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"])
                 if not warm and reader.launches >= 2 * msg["readers"]:
                     # Enough launches to go round whole: worth the set-up now, so that
                     # no launch is opened twice (metrics here, disassembly elsewhere).
@@ -612,11 +615,13 @@ class _Reader:
     """One report open in a reader process: reads the launch parts it is given into
     staging columns, and writes them out at the end."""
 
-    def __init__(self, path: str, out: Path, reader: int) -> None:
+    def __init__(self, path: str, name: str, out: Path, reader: int) -> None:
+        """Open report `path` (called `name` in messages) as reader number `reader`,
+        which writes its tables into `out`."""
         import ncu_report  # only ever imported in the reader processes
 
         self.nr = ncu_report
-        self.path, self.out, self.reader = path, out, reader
+        self.report, self.out, self.reader = name, out, reader
         im = ncu_report.IMetric
         # IMetric.as_double & co. only forward to the extension's flat functions; calling
         # those directly saves a Python frame per value, ~10% of a load.
@@ -667,7 +672,7 @@ class _Reader:
                 self._read_rules(action, idx)
         except (_Damaged, TypeError, UnicodeError) as e:
             # TypeError: a metric name that is not valid UTF-8 (metric_by_name refuses it).
-            raise ReportError(f"{self.path}: report is truncated or damaged: action {idx} unreadable; collect "
+            raise ReportError(f"{self.report}: report is truncated or damaged: action {idx} unreadable; collect "
                               "it again (or check it by opening it in Nsight Compute)") from e
         return name
 
@@ -687,16 +692,16 @@ class _Reader:
     def _slots(self, ctx: Any) -> list[tuple[int, int, Any]]:
         if ctx.num_ranges() == 0:
             # What an empty, text or early-truncated file gives: a context with no ranges.
-            raise ReportError(f"{self.path}: not an Nsight Compute report, or truncated before its first result "
+            raise ReportError(f"{self.report}: not an Nsight Compute report, or truncated before its first result "
                               "(ncu_report finds nothing in it); give a .ncu-rep written by ncu -o")
         slots = []
         for ri in range(ctx.num_ranges()):
             rng = ctx.range_by_idx(ri)
             if rng is None:
-                raise ReportError(f"{self.path}: report is truncated or damaged: range {ri} unreadable; collect it again")
+                raise ReportError(f"{self.report}: report is truncated or damaged: range {ri} unreadable; collect it again")
             slots.extend((ri, ai, rng) for ai in range(rng.num_actions()))
         if not slots:
-            raise ReportError(f"{self.path}: holds no profiled kernel launch (truncated, or ncu profiled nothing); "
+            raise ReportError(f"{self.report}: holds no profiled kernel launch (truncated, or ncu profiled nothing); "
                               "collect it again")
         return slots
 
@@ -936,7 +941,7 @@ class _Reader:
                 arrow = pa.Table.from_arrays(arrays, schema=schema)
             except (pa.ArrowException, UnicodeError) as e:
                 reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise ReportError(f"{self.path}: report is damaged: its {table} data cannot be stored ({reason}); "
+                raise ReportError(f"{self.report}: report is damaged: its {table} data cannot be stored ({reason}); "
                                   "collect it again") from e
             with pa.ipc.new_file(str(self.out / f"{table}.{self.reader}.arrow"), schema) as w:
                 w.write_table(arrow)
