@@ -14,7 +14,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from wsperf.analyses.summary import summarize
+from wsperf.analyses.analyze import analyze as run_analysis, prepare
+from wsperf.analyses.config import load_config
 from wsperf.cli import render
 from wsperf.collectors import environment
 from wsperf.collectors.errors import InputError, WsperfError
@@ -30,7 +31,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-out = Console(highlight=False, soft_wrap=False)
+# Piped output (CI logs, files) is read in wide windows: do not wrap it at 80 columns.
+out = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False)
 
 
@@ -84,22 +86,28 @@ def analyze(
     fmt: SummaryFormat = typer.Option(SummaryFormat.text, "--format", "-f", help="text, json or markdown."),
     kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only launches whose kernel name matches "
                                          "this regular expression (RE2 syntax)."),
+    expect: list[str] = typer.Option([], "--expect", "-e", help="What the kernel should use (repeatable): tma, "
+                                     "tensor-core, wgmma, tcgen05, setmaxnreg, warp-specialized."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with `expect = [...]` and "
+                                          "[thresholds.<hypothesis>] overrides."),
 ) -> None:
-    """Load reports and print, per launch: name, launch shape, duration and the
-    instruction families its SASS uses."""
+    """Load reports and print, per launch: what ran (launch shape, duration, the
+    instruction paths its SASS uses), its producer/consumer roles, and the verdict of
+    every slow-kernel hypothesis with its evidence and remedy."""
     with error_boundary():
+        cfg = load_config(config, tuple(expect))
         con = open_store(db)
         _load(con, reports)
-        summaries = summarize(con, kernel)
-        if not summaries:
+        results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds)
+        if not results:
             what = f"matches --kernel {kernel!r}" if kernel else "was found"
             raise InputError(f"no kernel launch {what} in {len(reports)} report(s)")
         if fmt is SummaryFormat.json:
-            sys.stdout.write(render.summaries_json(summaries) + "\n")
+            sys.stdout.write(render.analyses_json(results) + "\n")
         elif fmt is SummaryFormat.markdown:
-            sys.stdout.write(render.summaries_markdown(summaries))
+            sys.stdout.write(render.analyses_markdown(results))
         else:
-            render.summaries_text(summaries, out)
+            render.analyses_text(results, out)
 
 
 @app.command()
@@ -118,6 +126,8 @@ def sql(
             raise InputError(f"{db}: no such database; create it with `wsperf analyze REPORT --db {db}`")
         con = open_store(db, read_only=db is not None and not report)
         _load(con, report)
+        if report:
+            prepare(con)  # role tables for what was just loaded
         result = run_sql(con, query)
         if fmt is TableFormat.json:
             sys.stdout.write(result.to_json() + "\n")

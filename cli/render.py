@@ -5,6 +5,7 @@ as `Text` (never parsed as markup) and into Markdown escaped."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import re
 from typing import Any, Iterable
@@ -13,10 +14,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from wsperf.analyses.analyze import KernelAnalysis
 from wsperf.analyses.summary import LaunchSummary
 from wsperf.collectors.environment import Environment
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
+# Characters that would start Markdown or HTML syntax inside a table cell or paragraph.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 
 
@@ -74,28 +77,69 @@ def _families_line(s: LaunchSummary) -> list[tuple[str, str]]:
     ]
 
 
-def summaries_text(summaries: list[LaunchSummary], console: Console) -> None:
-    for s in summaries:
-        t = Table(title=Text.assemble(("launch ", "bold"), (str(s.launch_id), "bold"), "  ", plain(s.name)),
-                  show_header=False, title_justify="left", box=None, pad_edge=False)
-        t.add_column(style="cyan", no_wrap=True)
-        t.add_column()
-        t.add_row("kernel", plain(s.demangled))
-        t.add_row("report", plain(s.report))
-        t.add_row("device", plain(f"{s.device or 'unknown'} ({s.arch or '?'})"))
-        t.add_row("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {_cluster(s)}")
-        t.add_row("registers / smem", f"{s.registers_per_thread} per thread / "
-                  f"{s.static_smem_bytes} B static + {s.dynamic_smem_bytes} B dynamic")
-        t.add_row("duration", duration(s.duration_ns))
-        for k, v in _families_line(s):
-            t.add_row(k, v)
-        console.print(t)
+_STATUS_STYLE = {"confirmed": "bold red", "rejected": "green", "no_data": "yellow"}
+
+
+def _summary_table(s: LaunchSummary, ws: bool | None) -> Table:
+    t = Table(title=Text.assemble(("launch ", "bold"), (str(s.launch_id), "bold"), "  ", plain(s.name)),
+              show_header=False, title_justify="left", box=None, pad_edge=False)
+    t.add_column(style="cyan", no_wrap=True)
+    t.add_column()
+    t.add_row("kernel", plain(s.demangled))
+    t.add_row("report", plain(s.report))
+    t.add_row("device", plain(f"{s.device or 'unknown'} ({s.arch or '?'})"))
+    t.add_row("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {_cluster(s)}")
+    t.add_row("registers / smem", f"{s.registers_per_thread} per thread / "
+              f"{s.static_smem_bytes} B static + {s.dynamic_smem_bytes} B dynamic")
+    t.add_row("duration", duration(s.duration_ns))
+    for k, v in _families_line(s):
+        t.add_row(k, v)
+    t.add_row("warp-specialized", _yes(ws))
+    return t
+
+
+def _roles_table(a: KernelAnalysis) -> Table:
+    t = Table(title="roles (PC sampling)", title_justify="left")
+    for c in ("role", "instructions", "executed", "samples", "waiting on mbarrier", "top stalls"):
+        t.add_column(c, justify="left" if c in ("role", "top stalls") else "right")
+    for r in a.roles:
+        t.add_row(r.role, str(r.instructions), _num(r.executed), _num(r.samples),
+                  "n/a" if r.wait_share is None else f"{100 * r.wait_share:.1f}%",
+                  ", ".join(f"{reason} {n}" for reason, n in r.top_stalls))
+    return t
+
+
+def _findings_table(a: KernelAnalysis) -> Table:
+    t = Table(title="hypotheses", title_justify="left")
+    t.add_column("hypothesis", no_wrap=True)
+    t.add_column("verdict", no_wrap=True)
+    t.add_column("evidence")
+    for f in a.findings:
+        t.add_row(f.id, Text(f.status.value, style=_STATUS_STYLE[f.status.value]), plain(f.summary))
+    return t
+
+
+def _num(v: int | None) -> str:
+    return "n/a" if v is None else f"{v:,}"
+
+
+def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:
+    for a in analyses:
+        console.print(_summary_table(a.summary, a.warp_specialized))
+        if a.roles:
+            console.print(_roles_table(a))
+        console.print(_findings_table(a))
+        for f in a.findings:
+            if f.status.value == "confirmed":
+                console.print(Text.assemble(("remedy ", "bold"), (f.id, "bold red"), ": ", plain(f.remedy)))
         console.print()
 
 
 def _jsonable(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj):
         return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
     if isinstance(obj, dict):
@@ -103,10 +147,10 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def summaries_json(summaries: list[LaunchSummary]) -> str:
+def analyses_json(analyses: list[KernelAnalysis]) -> str:
     kernels = []
-    for s in summaries:
-        d = _jsonable(s)
+    for a in analyses:
+        s = a.summary
         kernels.append({
             "report": s.report,
             "launch_id": s.launch_id,
@@ -122,22 +166,34 @@ def summaries_json(summaries: list[LaunchSummary]) -> str:
             "static_smem_bytes": s.static_smem_bytes,
             "dynamic_smem_bytes": s.dynamic_smem_bytes,
             "duration_ns": s.duration_ns,
-            "families": d["families"],
-            "ncu_rules": d["ncu_rules"],
+            "families": _jsonable(s.families),
+            "warp_specialized": a.warp_specialized,
+            "roles": [dict(_jsonable(r), top_stalls=[{"reason": x, "samples": n} for x, n in r.top_stalls])
+                      for r in a.roles],
+            "findings": [{"id": f.id, "status": f.status.value, "summary": f.summary,
+                          "evidence": _jsonable(f.evidence), "remedy": f.remedy} for f in a.findings],
+            "ncu_rules": _jsonable(s.ncu_rules),
         })
-    return json.dumps({"kernels": kernels}, indent=2)
+    return json.dumps({"kernels": kernels}, indent=2, default=str)
 
 
-def summaries_markdown(summaries: list[LaunchSummary]) -> str:
-    out = ["| launch | kernel | grid / block / cluster | duration | tensor | copies | mbarrier | setmaxnreg | local memory |",
-           "| ---: | --- | --- | ---: | --- | --- | --- | --- | --- |"]
-    for s in summaries:
-        f = s.families
+def analyses_markdown(analyses: list[KernelAnalysis]) -> str:
+    out = ["| launch | kernel | grid / block / cluster | duration | tensor | copies | warp-specialized | confirmed |",
+           "| ---: | --- | --- | ---: | --- | --- | --- | --- |"]
+    for a in analyses:
+        s, f = a.summary, a.summary.families
+        confirmed = ", ".join(x.id for x in a.findings if x.status.value == "confirmed") or "none"
         out.append(
             f"| {s.launch_id} | {md(s.name)} | {dims(s.grid)} / {dims(s.block)} / {_cluster(s)} | "
-            f"{duration(s.duration_ns)} | {f.tensor} | {_copies(f)} | "
-            f"{_yes(f.mbarrier)} | {_yes(f.setmaxnreg)} | {_yes(f.local_memory)} |"
+            f"{duration(s.duration_ns)} | {f.tensor} | {_copies(f)} | {_yes(a.warp_specialized)} | {confirmed} |"
         )
+    for a in analyses:
+        out += ["", f"### launch {a.summary.launch_id}: {md(a.summary.name)}", "",
+                "| hypothesis | verdict | evidence |", "| --- | --- | --- |"]
+        out += [f"| {f.id} | **{f.status.value}** | {md(f.summary)} |" for f in a.findings]
+        for f in a.findings:
+            if f.status.value == "confirmed":
+                out += ["", f"*Remedy for {f.id}:* {md(f.remedy)}"]
     return "\n".join(out) + "\n"
 
 

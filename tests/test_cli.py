@@ -70,12 +70,17 @@ def test_text_output_names_each_launch():
         assert needle in p.stdout
 
 
-def test_markdown_output_is_a_table():
+def test_markdown_output_is_a_table_per_launch_and_per_hypothesis():
     p = wsperf("analyze", REPORTS / "multi_launch.ncu-rep", "--format", "markdown")
     assert p.returncode == 0, p.stderr
-    rows = [l for l in p.stdout.splitlines() if l.startswith("|")]
-    assert len(rows) == 2 + 9
-    assert sum("transpose\\_naive" in r for r in rows) == 3
+    lines = p.stdout.splitlines()
+    overview = lines[: lines.index("")]
+    assert len(overview) == 2 + 9 and sum("transpose\\_naive" in r for r in overview) == 3
+    # One section per launch, each a table with one row per hypothesis.
+    assert sum(l.startswith("### launch ") for l in lines) == 9
+    assert sum(l.startswith("| serialized-roles |") for l in lines) == 9
+    # reduce_sum's grid-stride loop waits on each load: serialized, with its remedy.
+    assert "| 2 | reduce\\_sum |" in p.stdout and "*Remedy for serialized-roles:*" in p.stdout
 
 
 def test_kernel_filter_is_a_regex_and_no_match_is_an_error():

@@ -1,0 +1,89 @@
+"""The hypothesis catalogue: every SQL file is documented and every hypothesis is proven
+on both sides by real fixture reports whose kernel design decides the verdict
+(tests/cases/<id>.yml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wsperf.analyses.analyze import prepare
+from wsperf.analyses.hypotheses import REQUIRED_KEYS, Status, catalogue, evaluate, parse_header
+from wsperf.queries import query_names, read_query
+
+CASES = Path(__file__).parent / "cases"
+HYPOTHESES = {h.id: h for h in catalogue()}
+
+
+def _cases():
+    for f in sorted(CASES.glob("*.yml")):
+        for i, c in enumerate(yaml.safe_load(f.read_text())["cases"]):
+            yield pytest.param(f.stem, c, id=f"{f.stem}-{c['report']}-{c.get('kernel', '')}-{i}")
+
+
+def test_catalogue_has_the_contract_ids():
+    assert set(HYPOTHESES) == {"missing-specialized-instructions", "serialized-roles", "producer-bound",
+                               "too-few-active-ctas", "register-spills"}
+
+
+@pytest.mark.parametrize("hid", sorted(HYPOTHESES))
+def test_header_documents_the_query(hid):
+    h = HYPOTHESES[hid]
+    doc = parse_header(hid, read_query(hid))
+    assert all(doc[k] not in (None, "") for k in REQUIRED_KEYS if k != "threshold")
+    assert hid in query_names()  # id matches the file name
+    assert h.measured, "thresholds must cite the fixture values they were chosen from"
+    # Every threshold is a $param of the query and every $param is a threshold: no
+    # literal thresholds hiding in the SQL.
+    assert set(h.thresholds) == h.params, (set(h.thresholds), h.params)
+    assert len(h.remedy) > 40
+
+
+@pytest.mark.parametrize("hid", sorted(HYPOTHESES))
+def test_case_file_proves_both_sides(hid):
+    f = CASES / f"{hid}.yml"
+    assert f.exists(), f"{f} is missing"
+    statuses = {c["status"] for c in yaml.safe_load(f.read_text())["cases"]}
+    assert {"confirmed", "rejected"} <= statuses
+
+
+@pytest.fixture(scope="module")
+def analyzed(store):
+    con, _ = store
+    prepare(con)
+    return con
+
+
+@pytest.mark.parametrize("hid, case", list(_cases()))
+def test_case(analyzed, hid, case):
+    con = analyzed
+    q = """SELECT l.launch_id FROM launches l JOIN reports r USING (report_id)
+           WHERE regexp_extract(r.path, '([^/]+)\\.ncu-rep$', 1) = ? AND regexp_matches(l.kernel_function, ?)"""
+    ids = [r[0] for r in con.execute(q, [case["report"], case.get("kernel", ".")]).fetchall()]
+    assert ids, f"no launch for {case}"
+    verdicts = evaluate(con, ids, expect=case.get("expect", []))
+    for lid in ids:
+        (f,) = [f for f in verdicts[lid].findings if f.id == hid]
+        assert f.status is Status(case["status"]), (case["why"], f.summary, f.evidence)
+        assert f.summary
+        if f.status is Status.no_data:
+            assert "collect" in f.summary  # says which section to collect
+
+
+def test_healthy_kernels_have_no_confirmed_finding(analyzed):
+    con = analyzed
+    for report in ("ws_stream_healthy", "gemm_wgmma_tma", "torch_mm"):
+        (lid,) = [r[0] for r in con.execute(
+            "SELECT launch_id FROM launches JOIN reports USING (report_id) WHERE path LIKE ?",
+            [f"%/{report}.ncu-rep"]).fetchall()]
+        confirmed = evaluate(con, [lid], expect=["tma"])[lid].confirmed()
+        assert confirmed == [], (report, confirmed)
+
+
+def test_cublas_kernel_is_warp_specialized(analyzed):
+    (ws,) = analyzed.execute(
+        """SELECT w.warp_specialized FROM warp_specialization w JOIN launches USING (launch_id)
+           JOIN reports r USING (report_id) WHERE r.path LIKE '%/torch_mm.ncu-rep'""").fetchone()
+    assert ws is True
