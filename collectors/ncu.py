@@ -670,8 +670,7 @@ class _Reader:
             if part != METRICS:
                 self._read_code(action, idx, pcs)
                 self._read_rules(action, idx)
-        except (_Damaged, TypeError, UnicodeError) as e:
-            # TypeError: a metric name that is not valid UTF-8 (metric_by_name refuses it).
+        except _Damaged as e:
             raise ReportError(f"{self.report}: report is truncated or damaged: action {idx} unreadable; collect "
                               "it again (or check it by opening it in Nsight Compute)") from e
         return name
@@ -757,7 +756,10 @@ class _Reader:
         instanced: dict[str, tuple[list, list, int]] = {}
         rows = 0
         for name in names:
-            m = by_name(name)
+            try:
+                m = by_name(name)
+            except TypeError:  # the name is not valid UTF-8: metric_by_name refuses it
+                raise _Damaged() from None
             if m is None:
                 raise _Damaged()
             got = getters.get(m.kind())
@@ -895,7 +897,10 @@ class _Reader:
         if anchor is None:
             return pcs
         for name in action.metric_names():
-            m = by_name(name)
+            try:
+                m = by_name(name)
+            except TypeError:  # the name is not valid UTF-8: metric_by_name refuses it
+                raise _Damaged() from None
             if m is None:
                 raise _Damaged()
             k = m.num_instances()
