@@ -25,17 +25,20 @@ def store():
 
 
 @pytest.fixture(scope="session")
-def ncu_contexts():
-    """ncu_report's own view of each fixture report, opened on first use. (In this
-    process: these files are known to be sound, so ncu_report cannot crash on them.)"""
+def ncu_actions():
+    """ncu_report's own view of a fixture report: (range index, action index, IAction)
+    of each action, in report order; opened once per report on first use. (In this
+    process: these files are known to be sound, so ncu_report cannot crash on them.
+    And once: ncu_report never frees what it loads.)"""
     import ncu_report
 
-    opened: dict[Path, object] = {}
+    opened: dict[Path, list] = {}
 
-    def context(path: Path):
+    def actions(path: Path) -> list:
         if path not in opened:
-            opened[path] = ncu_report.load_report(str(path))
+            ctx = ncu_report.load_report(str(path))
+            opened[path] = [(ri, ai, ctx.range_by_idx(ri).action_by_idx(ai))
+                            for ri in range(ctx.num_ranges()) for ai in range(ctx.range_by_idx(ri).num_actions())]
         return opened[path]
 
-    return context
-
+    return actions

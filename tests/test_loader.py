@@ -32,19 +32,13 @@ each_report = pytest.mark.parametrize("report", ALL, ids=lambda p: p.stem)
 STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
 
 
-def actions(ctx) -> list:
-    """Every IAction of a report, in report order."""
-    return [ctx.range_by_idx(ri).action_by_idx(ai)
-            for ri in range(ctx.num_ranges()) for ai in range(ctx.range_by_idx(ri).num_actions())]
-
-
-def launches(con, report: Path, results: dict, ctx) -> list[tuple[int, object]]:
+def launches(con, report: Path, results: dict, ncu_actions) -> list[tuple[int, object]]:
     """(launch_id, IAction) of every launch of a loaded report, in report order."""
     ids = con.execute("SELECT launch_id FROM launches WHERE report_id = ? ORDER BY range_idx, action_idx",
                       [results[report].report_id]).fetchall()
-    acts = actions(ctx(report))
+    acts = ncu_actions(report)
     assert len(ids) == len(acts)
-    return [(i, a) for (i,), a in zip(ids, acts)]
+    return [(i, a) for (i,), (_, _, a) in zip(ids, acts)]
 
 
 def stored_value(value_double, value_string):
@@ -63,15 +57,13 @@ def same(stored, expected) -> bool:
 
 
 @each_report
-def test_one_launch_row_per_action_with_its_names(store, ncu_contexts, report):
+def test_one_launch_row_per_action_with_its_names(store, ncu_actions, report):
     con, results = store
     got = con.execute(
         "SELECT range_idx, action_idx, kernel_mangled, kernel_demangled, kernel_function FROM launches "
         "WHERE report_id = ? ORDER BY range_idx, action_idx", [results[report].report_id]).fetchall()
-    ctx = ncu_contexts(report)
     want = [(ri, ai, a.name(a.NameBase_MANGLED), a.name(a.NameBase_DEMANGLED), a.name(a.NameBase_FUNCTION))
-            for ri in range(ctx.num_ranges())
-            for ai, a in enumerate(actions(ctx)[:ctx.range_by_idx(ri).num_actions()])]
+            for ri, ai, a in ncu_actions(report)]
     assert got == want
     ((num_launches,),) = con.execute("SELECT num_launches FROM reports WHERE report_id = ?",
                                      [results[report].report_id]).fetchall()
@@ -79,10 +71,10 @@ def test_one_launch_row_per_action_with_its_names(store, ncu_contexts, report):
 
 
 @each_report
-def test_metric_rows_are_every_metric_and_every_instance(store, ncu_contexts, report):
+def test_metric_rows_are_every_metric_and_every_instance(store, ncu_actions, report):
     con, results = store
     total = 0
-    for launch_id, a in launches(con, report, results, ncu_contexts):
+    for launch_id, a in launches(con, report, results, ncu_actions):
         names = a.metric_names()
         ((rows, aggregates),) = con.execute(
             "SELECT count(*), count(*) FILTER (WHERE instance IS NULL) FROM metrics WHERE launch_id = ?",
@@ -94,10 +86,10 @@ def test_metric_rows_are_every_metric_and_every_instance(store, ncu_contexts, re
 
 
 @each_report
-def test_metric_values_and_correlation_ids_equal_ncu_report(store, ncu_contexts, report):
+def test_metric_values_and_correlation_ids_equal_ncu_report(store, ncu_actions, report):
     con, results = store
     pick = random.Random(report.stem)
-    for launch_id, a in launches(con, report, results, ncu_contexts):
+    for launch_id, a in launches(con, report, results, ncu_actions):
         names = list(a.metric_names())
         # A sample of every metric, and every instanced launch__/sass__ metric.
         sample = pick.sample(names, min(80, len(names))) + [n for n in names if n.startswith(("launch__", "sass__"))]
@@ -147,9 +139,9 @@ def test_units_equal_ncu_report_asked_in_report_order(store, report):
 
 
 @each_report
-def test_launch_shape_equals_the_launch_metrics(store, ncu_contexts, report):
+def test_launch_shape_equals_the_launch_metrics(store, ncu_actions, report):
     con, results = store
-    for launch_id, a in launches(con, report, results, ncu_contexts):
+    for launch_id, a in launches(con, report, results, ncu_actions):
         cols = [f"{what}_{axis}" for what in ("grid", "block", "cluster") for axis in "xyz"]
         (row,) = con.execute(f"SELECT {', '.join(cols)}, registers_per_thread, dynamic_smem_bytes, duration_ns "
                              "FROM launches WHERE launch_id = ?", [launch_id]).fetchall()
@@ -161,9 +153,9 @@ def test_launch_shape_equals_the_launch_metrics(store, ncu_contexts, report):
 
 
 @each_report
-def test_opcode_counts_equal_the_per_opcode_instances(store, ncu_contexts, report):
+def test_opcode_counts_equal_the_per_opcode_instances(store, ncu_actions, report):
     con, results = store
-    for launch_id, a in launches(con, report, results, ncu_contexts):
+    for launch_id, a in launches(con, report, results, ncu_actions):
         got = dict(con.execute("SELECT opcode, executed FROM opcodes WHERE launch_id = ? AND source = 'ncu'",
                                [launch_id]).fetchall())
         m = a.metric_by_name("sass__inst_executed_per_opcode")
@@ -177,9 +169,9 @@ def test_opcode_counts_equal_the_per_opcode_instances(store, ncu_contexts, repor
 
 
 @each_report
-def test_stall_samples_add_up_to_the_instanced_stall_metrics(store, ncu_contexts, report):
+def test_stall_samples_add_up_to_the_instanced_stall_metrics(store, ncu_actions, report):
     con, results = store
-    for launch_id, a in launches(con, report, results, ncu_contexts):
+    for launch_id, a in launches(con, report, results, ncu_actions):
         got = {reason: (s, ni) for reason, s, ni in con.execute(
             "SELECT reason, sum(samples), sum(samples_not_issued) FROM stalls WHERE launch_id = ? GROUP BY reason",
             [launch_id]).fetchall()}
@@ -197,10 +189,10 @@ def test_stall_samples_add_up_to_the_instanced_stall_metrics(store, ncu_contexts
 
 
 @each_report
-def test_sass_rows_are_the_instructions_ncu_report_disassembles(store, ncu_contexts, report):
+def test_sass_rows_are_the_instructions_ncu_report_disassembles(store, ncu_actions, report):
     con, results = store
     pick = random.Random(report.stem)
-    for launch_id, a in launches(con, report, results, ncu_contexts):
+    for launch_id, a in launches(con, report, results, ncu_actions):
         rows = con.execute("SELECT pc, sass, opcode, opcode_full, guard, inst_executed, pcsamp_samples, source_file, "
                            "source_line FROM sass WHERE launch_id = ? ORDER BY pc", [launch_id]).fetchall()
         ie = a.metric_by_name("inst_executed")
@@ -237,9 +229,9 @@ def test_warp_specialized_gemm_sass_has_its_tensor_copy_and_barrier_instructions
 
 
 @each_report
-def test_one_rule_row_per_rule_result(store, ncu_contexts, report):
+def test_one_rule_row_per_rule_result(store, ncu_actions, report):
     con, results = store
-    for launch_id, a in launches(con, report, results, ncu_contexts):
+    for launch_id, a in launches(con, report, results, ncu_actions):
         got = con.execute("SELECT rule_id, section_id, name, message, estimated_speedup FROM ncu_rules "
                           "WHERE launch_id = ? ORDER BY rule_idx", [launch_id]).fetchall()
         want = [(r.rule_identifier(), r.section_identifier(), r.name(),
@@ -250,7 +242,7 @@ def test_one_rule_row_per_rule_result(store, ncu_contexts, report):
 
 
 @each_report
-def test_report_row_identifies_file_device_and_collection_time(store, ncu_contexts, report):
+def test_report_row_identifies_file_device_and_collection_time(store, ncu_actions, report):
     con, results = store
     ((path, sha256, size, device, cc, arch, ncu_version, collected_at),) = con.execute(
         "SELECT path, sha256, size_bytes, device_name, compute_capability, arch, ncu_version, collected_at "
@@ -265,7 +257,7 @@ def test_report_row_identifies_file_device_and_collection_time(store, ncu_contex
         assert (device, cc) == (p["gpu"], p["compute_capability"])
         if collected_at is None:  # only when no launch has a start timestamp (e.g. ncu's default sections)
             assert not any(n.startswith("profiler__timestamp_workload_start")
-                           for a in actions(ncu_contexts(report)) for n in a.metric_names())
+                           for _, _, a in ncu_actions(report) for n in a.metric_names())
         else:
             written = datetime.fromisoformat(p["collected_at"]).replace(tzinfo=None)
             assert abs((written - collected_at).total_seconds()) < 30 * 60
