@@ -639,12 +639,14 @@ class _Reader:
         self.uint_kinds = {im.ValueKind_UINT32, im.ValueKind_UINT64}
         self.metric_types = {im.MetricType_COUNTER: "counter", im.MetricType_RATIO: "ratio",
                              im.MetricType_THROUGHPUT: "throughput", im.MetricType_OTHER: "other"}
+        # Older ncu_report modules (the one Nsight Compute 2025.3 ships in extras/python)
+        # lack some of these names: map what the module has, so any ncu 2025.x reader works.
         ia = ncu_report.IAction
-        self.workload_types = {ia.WorkloadType_KERNEL: "kernel", ia.WorkloadType_RANGE: "range",
-                               ia.WorkloadType_GRAPH: "graph", ia.WorkloadType_CMDLIST: "cmdlist",
-                               ia.WorkloadType_SUBGRID_SCHEDULE: "subgrid_schedule"}
-        self.msg_types = {int(t): t.name.lower() for t in ncu_report.MsgType}
-        self.speedup_types = {int(t): t.name.lower() for t in ncu_report.SpeedupType}
+        self.workload_types = {getattr(ia, f"WorkloadType_{n.upper()}"): n
+                               for n in ("kernel", "range", "graph", "cmdlist", "subgrid_schedule")
+                               if hasattr(ia, f"WorkloadType_{n.upper()}")}
+        self.msg_types = {int(t): t.name.lower() for t in getattr(ncu_report, "MsgType", ())}
+        self.speedup_types = {int(t): t.name.lower() for t in getattr(ncu_report, "SpeedupType", ())}
         self.cols = {t: {name: [] for name in s.names} for t, s in STAGE_SCHEMAS.items()}
         self.metric_keys: dict[str, int] = {}  # metric name -> key of its (name, unit, type) in metric_info
         self.metric_info: list[tuple[str, str, str]] = []
