@@ -52,6 +52,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+if __name__ == "__main__":
+    # A reader process (`--serve`): load ncu_report before pyarrow. With pyarrow's
+    # libraries loaded first, ncu_report 2025.3 (the module Nsight Compute 2025.3 ships,
+    # and PyPI's ncu-report==2025.3.1) crashes in its first IMetric.unit() call.
+    import ncu_report  # noqa: F401
+
 import pyarrow as pa
 import pyarrow.ipc
 
@@ -650,7 +656,11 @@ class _Reader:
         self.cols = {t: {name: [] for name in s.names} for t, s in STAGE_SCHEMAS.items()}
         self.metric_keys: dict[str, int] = {}  # metric name -> key of its (name, unit, type) in metric_info
         self.metric_info: list[tuple[str, str, str]] = []
-        self.slots = self._slots(ncu_report.load_report(path))
+        # Keep the context alive as long as its ranges and actions are used: older
+        # ncu_report modules (2025.3) free the report with it, and a range of a freed
+        # report crashes on first use.
+        self.context = ncu_report.load_report(path)
+        self.slots = self._slots(self.context)
         self.launches = len(self.slots)
         self.meta: dict[str, Any] = {"total": self.launches, "first": None, "start_ns": None}
 
