@@ -16,9 +16,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from wsperf.analyses.analyze import analyze as run_analysis, prepare
 from wsperf.analyses.config import load_config
+from wsperf.analyses.correctness import correctness_report, deadlock_report, gather
 from wsperf.cli import render
 from wsperf.collectors import environment
-from wsperf.collectors.errors import InputError, WsperfError
+from wsperf.collectors.errors import ExitCode, InputError, WsperfError
 from wsperf.collectors.ncu import load_reports
 from wsperf.analyses.sql import run_sql
 from wsperf.collectors.store import open_store
@@ -80,7 +81,10 @@ def _load(con, reports: list[Path]) -> None:
 
 @app.command()
 def analyze(
-    reports: list[Path] = typer.Argument(..., help="Nsight Compute reports (.ncu-rep).", show_default=False),
+    reports: list[Path] = typer.Argument(None, help="Nsight Compute reports (.ncu-rep), or bundle directories "
+                                         "written by `wsperf collect`.", show_default=False),
+    sanitizer: list[Path] = typer.Option([], "--sanitizer", "-s", help="compute-sanitizer XML (`--xml --save "
+                                         "FILE`), repeatable: any error -> the correctness report, exit 3."),
     db: Optional[Path] = typer.Option(None, "--db", help="DuckDB file to load into (created if absent, appended to "
                                       "if present). Default: an in-memory database."),
     fmt: SummaryFormat = typer.Option(SummaryFormat.text, "--format", "-f", help="text, json or markdown."),
@@ -93,10 +97,23 @@ def analyze(
 ) -> None:
     """Load reports and print, per launch: what ran (launch shape, duration, the
     instruction paths its SASS uses), its producer/consumer roles, and the verdict of
-    every slow-kernel hypothesis with its evidence and remedy."""
+    every slow-kernel hypothesis with its evidence and remedy. A kernel the sanitizer
+    found broken gets the correctness report instead (exit 3); a bundle whose repro hung,
+    the deadlock report (exit 4)."""
+    reports = reports or []
     with error_boundary():
         cfg = load_config(config, tuple(expect))
+        if not reports and not sanitizer:
+            raise InputError("nothing to analyze: give reports, a bundle directory or --sanitizer FILE.xml")
         con = open_store(db)
+        evidence = gather(con, reports, sanitizer)
+        code = _handoff(evidence, fmt)
+        if code:
+            raise typer.Exit(code)
+        if not evidence.reports:
+            err.print("The sanitizer found no error; no Nsight Compute report to analyze.")
+            return
+        reports = list(evidence.reports)
         _load(con, reports)
         results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds)
         if not results:
@@ -108,6 +125,30 @@ def analyze(
             sys.stdout.write(render.analyses_markdown(results))
         else:
             render.analyses_text(results, out)
+
+
+def _handoff(evidence, fmt: SummaryFormat) -> int:
+    """The handoff rule: a hang -> the deadlock report (4); sanitizer errors -> the
+    correctness report (3); else 0 and the caller goes on to performance."""
+    code = ExitCode.OK
+    if evidence.hang is not None:
+        rep = deadlock_report(evidence)
+        _emit(fmt, rep, render.deadlock_text, render.deadlock_json, render.deadlock_markdown)
+        code = ExitCode.DEADLOCK
+    corr = correctness_report(evidence.sanitizer)
+    if corr.broken:
+        _emit(fmt, corr, render.correctness_text, render.correctness_json, render.correctness_markdown)
+        code = code or ExitCode.CORRECTNESS
+    return code
+
+
+def _emit(fmt: SummaryFormat, value, text, as_json, as_markdown) -> None:
+    if fmt is SummaryFormat.json:
+        sys.stdout.write(as_json(value) + "\n")
+    elif fmt is SummaryFormat.markdown:
+        sys.stdout.write(as_markdown(value))
+    else:
+        text(value, out)
 
 
 @app.command()

@@ -228,3 +228,118 @@ def records_table(columns: list[str], rows: Iterable[tuple], console: Console) -
     for r in rows:
         t.add_row(*[plain("NULL" if v is None else v) for v in r])
     console.print(t)
+
+
+# ---------------------------------------------------------------------------------------
+# the correctness path (exit 3) and the deadlock path (exit 4)
+
+_BASIS_STYLE = {"evidence": "green", "assumption": "yellow"}
+
+
+def _site_where(s: Any) -> str:
+    f = s.source_file.rsplit("/", 1)[-1] if s.source_file else "?"
+    return f"{f}:{s.source_line if s.source_line is not None else '?'}"
+
+
+def _worksheet_table(items: Iterable[Any], title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    t.add_column("item", style="cyan", no_wrap=True)
+    t.add_column("basis", no_wrap=True)
+    t.add_column("says")
+    for i in items:
+        t.add_row(i.aspect, Text(i.basis.value, style=_BASIS_STYLE[i.basis.value]), plain(i.text))
+    return t
+
+
+def correctness_text(rep: Any, console: Console) -> None:
+    console.print(Text("The sanitizer found correctness errors: no performance advice until they are fixed.",
+                       style="bold red"))
+    t = Table(title="sanitizer runs", title_justify="left")
+    for c in ("tool", "file", "records", "errors"):
+        t.add_column(c, justify="right" if c in ("records", "errors") else "left")
+    for r in rep.runs:
+        t.add_row(r.tool or "?", plain(r.source), str(r.records),
+                  Text(str(r.errors), style="bold red" if r.errors else "green"))
+    console.print(t)
+    for g in rep.groups:
+        console.print()
+        console.print(Text.assemble(("handoff broken: ", "bold"), (g.handoff.value, "bold red"),
+                                    f"  ({g.findings} findings in {g.records} records; {', '.join(g.tools)}; "
+                                    "kernels: ", plain(", ".join(g.kernels) or "?"), ")"))
+        for m in g.messages:
+            console.print(Text.assemble("  ", plain(m)))
+        st = Table(title="sites", title_justify="left")
+        for c in ("kernel", "line", "access", "warps", "role", "findings", "source"):
+            st.add_column(c)
+        for s in g.sites:
+            role = Text(f"{s.role} ({s.role_basis.value})", style=_BASIS_STYLE[s.role_basis.value]) if s.role \
+                else Text("unknown", style="yellow")
+            st.add_row(plain(s.kernel or "?"), plain(_site_where(s)), s.access or "-",
+                       ", ".join(map(str, s.warps)) or "-", role, str(s.findings), plain(s.source_text or ""))
+        console.print(st)
+        console.print(_worksheet_table(g.worksheet, f"worksheet: {g.handoff.value}"))
+    for m in rep.other_errors:
+        console.print(Text.assemble(("also: ", "bold"), plain(m)))
+
+
+def correctness_json(rep: Any) -> str:
+    return json.dumps({"outcome": "correctness", "exit_code": 3, "sanitizer_runs": _jsonable(rep.runs),
+                       "handoffs": _jsonable(rep.groups), "other_errors": list(rep.other_errors)}, indent=2)
+
+
+def correctness_markdown(rep: Any) -> str:
+    out = ["**The sanitizer found correctness errors: no performance advice until they are fixed.**", "",
+           "| tool | file | records | errors |", "| --- | --- | ---: | ---: |"]
+    out += [f"| {r.tool or '?'} | {md(r.source)} | {r.records} | {r.errors} |" for r in rep.runs]
+    for g in rep.groups:
+        out += ["", f"### {g.handoff.value} ({g.findings} findings; {', '.join(g.tools)})", "",
+                "| kernel | line | access | warps | role | findings |", "| --- | --- | --- | --- | --- | ---: |"]
+        out += [f"| {md(s.kernel or '?')} | {md(_site_where(s))} | {s.access or '-'} | "
+                f"{', '.join(map(str, s.warps)) or '-'} | "
+                f"{s.role + ' (' + s.role_basis.value + ')' if s.role else 'unknown'} | {s.findings} |"
+                for s in g.sites]
+        out += ["", "| item | basis | says |", "| --- | --- | --- |"]
+        out += [f"| {i.aspect} | {i.basis.value} | {md(i.text)} |" for i in g.worksheet]
+    out += [f"", *[f"- also: {md(m)}" for m in rep.other_errors]]
+    return "\n".join(out) + "\n"
+
+
+def _warps(ws: Iterable[tuple[tuple[int, int, int], int]]) -> str:
+    return ", ".join(f"block ({b[0]},{b[1]},{b[2]}) warp {w}" for b, w in ws)
+
+
+def deadlock_text(rep: Any, console: Console) -> None:
+    console.print(Text.assemble(("Deadlock: ", "bold red"), plain(rep.hung)))
+    if rep.kernels:
+        console.print(Text.assemble("kernels: ", plain(", ".join(rep.kernels)),
+                                    f"; resident warps: {rep.resident_warps}"))
+    if rep.note:
+        console.print(Text.assemble(("note: ", "yellow"), plain(rep.note)))
+    if rep.groups:
+        t = Table(title="where each role waits", title_justify="left")
+        for c in ("role", "waits on", "instruction", "offset", "source", "warps"):
+            t.add_column(c)
+        for g in rep.groups:
+            role = Text(f"{g.role} ({g.role_basis.value})", style="yellow") if g.role else Text("unknown")
+            t.add_row(role, g.wait.value, plain(g.instruction), f"{g.offset:#x}", plain(g.source or "?"),
+                      plain(_warps(g.warps)))
+        console.print(t)
+    console.print(_worksheet_table(rep.causes, "likely causes"))
+
+
+def deadlock_json(rep: Any) -> str:
+    return json.dumps({"outcome": "deadlock", "exit_code": 4, **_jsonable(rep)}, indent=2)
+
+
+def deadlock_markdown(rep: Any) -> str:
+    out = [f"**Deadlock:** {md(rep.hung)}", ""]
+    if rep.note:
+        out += [f"*note:* {md(rep.note)}", ""]
+    if rep.groups:
+        out += ["| role | waits on | instruction | offset | source | warps |", "| --- | --- | --- | --- | --- | --- |"]
+        out += [f"| {g.role + ' (assumption)' if g.role else 'unknown'} | {g.wait.value} | {md(g.instruction)} | "
+                f"{g.offset:#x} | {md(g.source or '?')} | {md(_warps(g.warps))} |" for g in rep.groups]
+        out.append("")
+    out += ["| item | basis | says |", "| --- | --- | --- |"]
+    out += [f"| {i.aspect} | {i.basis.value} | {md(i.text)} |" for i in rep.causes]
+    return "\n".join(out) + "\n"
