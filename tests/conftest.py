@@ -8,6 +8,11 @@ from pathlib import Path
 
 import pytest
 
+# Before pyarrow (imported by the loader): ncu_report 2025.3 crashes in IMetric.unit()
+# when pyarrow's libraries were loaded first. The tests compare against ncu_report in
+# this process.
+import ncu_report  # noqa: F401  isort: skip
+
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.store import open_store
 

@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 from datetime import datetime
+from importlib import metadata
 from pathlib import Path
 
 import duckdb
@@ -339,6 +340,12 @@ def bad_file(tmp: Path, kind: str) -> Path:
     return path  # "missing": never written
 
 
+# ncu_report 2026.x still reads the launches before the cut and names the broken one;
+# 2025.3 finds no result in a cut report at all.
+CUT_REPORT = ("truncated or damaged: action" if int(metadata.version("ncu-report").split(".")[0]) >= 2026
+              else "truncated before its first result")
+
+
 @pytest.mark.parametrize("kind, says", [
     ("missing", "no such file"),
     ("empty", "is empty"),
@@ -346,8 +353,8 @@ def bad_file(tmp: Path, kind: str) -> Path:
     ("directory", "is a directory"),
     ("truncated-header", "truncated"),
     ("truncated-4k", "truncated"),
-    ("truncated-half", "truncated or damaged: action"),
-    ("truncated-last-byte", "truncated or damaged: action"),
+    ("truncated-half", CUT_REPORT),
+    ("truncated-last-byte", CUT_REPORT),
 ])
 def test_bad_input_is_one_report_error_and_keeps_the_store(kept, tmp_path, kind, says):
     path = bad_file(tmp_path, kind)
