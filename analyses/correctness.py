@@ -354,7 +354,7 @@ def deadlock_report(ev: Evidence) -> DeadlockReport:
     """Where the warps of the hung kernel wait. Without a capture (cuda-gdb absent or
     failed) the report says so and lists what can still be checked."""
     run = ev.hang
-    hung = (f"`{' '.join(run.argv)}` was still running after {run.seconds:.0f} s ({run.phase} phase) and was killed"
+    hung = (f"`{' '.join(run.argv)}` was still running at the time limit ({run.phase} phase) and was killed"
             if run is not None and run.timed_out else "the repro hung")
     if ev.capture is None:
         note = run.note if run is not None and run.note else "no cuda-gdb capture in the bundle"

@@ -1,0 +1,353 @@
+"""`wsperf collect`: run a repro under NVIDIA's tools, sanitizer first, into a bundle
+(layout: collectors/bundle.py).
+
+Phases, each recorded in the manifest with its argv, exit code, seconds and output:
+
+1. environment: `environment.probe()` into environment.json, and the target check: the
+   SASS architectures in the repro's executable (`cuobjdump --list-elf`) against the
+   GPU's; a binary that cannot run on this GPU stops here (`TargetError`).
+2. run: the repro once, plainly: its own verdict, and the cheapest way to see a hang.
+3. sanitizer: each requested tool in a fresh process,
+   `compute-sanitizer --tool T --print-limit 20 --xml --save sanitizer/T.xml -- CMD`,
+   parsed into the bundle's DuckDB file. Any error ends collection here: a broken kernel
+   gets the correctness report, never a profile.
+4. profile (sanitizer clean): ncu with the sections the hypotheses read, one report.
+
+Hang: when the repro outlives --timeout in the plain run, cuda-gdb attaches to it by pid
+(twice: once to learn the grid and which blocks run, once with each resident block and
+warp in focus, because `info cuda warps` lists only the SM in focus), the SASS is dumped
+for mapping the PCs, and the process group is killed by id. A tool that is missing is
+recorded; the phases that do not need it still run, and the caller reports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from wsperf.collectors import environment
+from wsperf.collectors.bundle import DATABASE, ENVIRONMENT, RunRecord, write_manifest
+from wsperf.collectors.cudagdb import CudaGdbOutputError, parse_cudagdb
+from wsperf.collectors.errors import ExitCode, InputError, WsperfError
+from wsperf.collectors.process import Completed, run_bounded, save
+from wsperf.collectors.sanitizer import TOOLS, load_sanitizer_xml
+from wsperf.collectors.store import open_store
+
+# The sections the hypotheses and the launch summary read (queries/*.sql): launch shape
+# (LaunchStats), occupancy limits (Occupancy), duration, SM activity and DRAM throughput
+# (SpeedOfLight), executed opcodes (InstructionStats), per-PC SASS, executed counts and
+# PC-sampling stalls (SourceCounters), warp stall reasons (WarpStateStats). The smallest
+# set with every metric the catalogue names; `--set full` would add ~20 more passes.
+NCU_SECTIONS = ("LaunchStats", "Occupancy", "SpeedOfLight", "InstructionStats", "SourceCounters", "WarpStateStats")
+# ncu replays each kernel once per pass: the profile gets this many times --timeout.
+PROFILE_TIMEOUT_FACTOR = 4
+# The hang capture: at most this many resident blocks and warps per block in focus.
+MAX_BLOCKS = 8
+MAX_WARPS = 32
+_GDB_PRELUDE = ["-batch", "-nx", "-ex", "set pagination off", "-ex", "set width 0", "-ex", "set confirm off"]
+_INSTALL = {
+    "compute-sanitizer": "compute-sanitizer not found: install the CUDA toolkit (it ships compute-sanitizer) "
+                         "and put its bin/ on PATH",
+    "ncu": "ncu not found: install Nsight Compute (CUDA toolkit or the nsight-compute package) and put it on PATH",
+    "cuda-gdb": "cuda-gdb not found: install the CUDA toolkit's cuda-gdb to capture where the warps wait",
+    "gpu": "no NVIDIA GPU: nvidia-smi lists none; run collect on a machine with a GPU and driver",
+}
+
+
+class TargetError(WsperfError):
+    """The repro's binary holds no code this GPU can run."""
+
+
+class CollectError(WsperfError):
+    """collect could not do what was asked (a missing tool, a phase that failed); the
+    exit code is the outcome's when the kernel was found broken or hung."""
+
+    def __init__(self, message: str, exit_code: int = ExitCode.ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class Options:
+    out: Path
+    timeout: float = 120.0
+    tools: tuple[str, ...] = TOOLS
+    kernel: str | None = None
+    launch_count: int = 1
+    profile: bool = True
+
+
+@dataclass(frozen=True)
+class Result:
+    bundle: Path
+    outcome: str  # hang | correctness | clean | unverified (no sanitizer ran)
+    problems: tuple[str, ...] = ()  # missing tools and failed phases, for the Error line
+    warnings: tuple[str, ...] = ()
+    report: Path | None = None
+
+
+@dataclass
+class _State:
+    root: Path
+    argv: list[str]
+    opts: Options
+    progress: Callable[[str], None]
+    runs: list[RunRecord] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    target: dict = field(default_factory=dict)
+
+    def record(self, phase: str, tool: str, done: Completed, name: str, outputs: dict[str, str] | None = None,
+               note: str = "", stdout_at: str | None = None) -> RunRecord:
+        """Save a finished process's bounded output under `name`.stdout.txt/.stderr.txt
+        (stdout: `stdout_at` when the process wrote it there itself)."""
+        out, err = stdout_at or f"{name}.stdout.txt", f"{name}.stderr.txt"
+        if stdout_at is None:
+            save(done.stdout, self.root / out)
+        save(done.stderr, self.root / err)
+        r = RunRecord(phase, tool, done.argv, done.exit_code, done.seconds, done.timed_out, out, err,
+                      done.stdout_bytes, done.stderr_bytes, outputs or {}, note)
+        self.runs.append(r)
+        self.flush()
+        return r
+
+    def flush(self, outcome: str | None = None) -> None:
+        write_manifest(self.root, {"argv": self.argv, "created": datetime.now(timezone.utc).isoformat(),
+                                   "options": {**dataclasses.asdict(self.opts), "out": str(self.opts.out)},
+                                   "target": self.target, "outcome": outcome, "problems": self.problems,
+                                   "warnings": self.warnings}, self.runs)
+
+
+def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = lambda _: None) -> Result:
+    """Run every phase for the repro `argv` into the bundle `opts.out`."""
+    if not argv:
+        raise InputError("no command to run: give it after `--`, e.g. `wsperf collect -- ./repro --size 4096`")
+    bad = [t for t in opts.tools if t not in TOOLS]
+    if bad:
+        raise InputError(f"unknown sanitizer tool(s) {', '.join(bad)}; use some of {','.join(TOOLS)}")
+    root = _bundle_dir(opts.out)
+    st = _State(root, list(argv), opts, progress)
+
+    progress("environment: probing tools and GPUs")
+    env = environment.probe()
+    (root / ENVIRONMENT).write_text(json.dumps(dataclasses.asdict(env), indent=2) + "\n", encoding="utf-8")
+    tools = {t.name: t.path for t in env.tools}
+    exe = shutil.which(argv[0]) or argv[0]
+    if not env.gpus:
+        st.problems.append(_INSTALL["gpu"])
+    _target_check(st, exe, tools.get("cuobjdump"), [g.arch for g in env.gpus])
+
+    progress(f"run: {' '.join(argv)} (limit {opts.timeout:g} s)")
+    hang_files: dict[str, str] = {}
+    try:
+        done = run_bounded(argv, timeout=opts.timeout,
+                           on_timeout=lambda pid: hang_files.update(_capture_hang(st, pid, tools.get("cuda-gdb"))))
+    except OSError as e:
+        raise InputError(f"cannot run {argv[0]!r}: {e.strerror or e}") from None
+    note = f"exit {done.exit_code}" if not done.timed_out else f"still running after {opts.timeout:g} s: killed"
+    st.record("run", "repro", done, "run/repro", note=note)
+    progress(f"run: {note} ({done.stdout_bytes:,} bytes of stdout)")
+    if done.timed_out:
+        if "capture" in hang_files and tools.get("cuobjdump") and _is_elf(exe):
+            progress("hang: cuobjdump -sass, to map the waiting PCs")
+            sass = run_bounded([tools["cuobjdump"], "-sass", exe], timeout=120, stdout_file=root / "hang/sass.txt")
+            st.record("hang", "cuobjdump", sass, "hang/cuobjdump", outputs={"sass": "hang/sass.txt"},
+                      stdout_at="hang/sass.txt")
+        elif "capture" in hang_files:
+            st.warnings.append(f"{exe} is not an ELF executable with CUDA code (or cuobjdump is missing): "
+                               "the waiting PCs are not mapped to SASS")
+        st.flush("hang")
+        return Result(root, "hang", tuple(st.problems), tuple(st.warnings))
+
+    con = open_store(root / DATABASE)
+    outcome = "unverified"
+    if tools.get("compute-sanitizer") is None:
+        st.problems.append(_INSTALL["compute-sanitizer"])
+    else:
+        outcome = _sanitize(st, con, tools["compute-sanitizer"])
+        if outcome == "correctness":
+            con.close()
+            st.flush(outcome)
+            return Result(root, outcome, tuple(st.problems), tuple(st.warnings))
+
+    report = None
+    if opts.profile:
+        if tools.get("ncu") is None:
+            st.problems.append(_INSTALL["ncu"])
+        else:
+            report = _profile(st, tools["ncu"])
+            if report is not None:
+                from wsperf.collectors.ncu import load_reports
+
+                progress("profile: loading the report")
+                load_reports(con, [report])
+    con.close()
+    st.flush(outcome)
+    return Result(root, outcome, tuple(st.problems), tuple(st.warnings), report)
+
+
+def _bundle_dir(out: Path) -> Path:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"{out}: exists and is not an empty directory; give a new --out DIR")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+_ELF_ARCH = re.compile(r"\bsm_(\d+)([af]?)\b")
+
+
+def _target_check(st: _State, exe: str, cuobjdump: str | None, gpu_archs: list[str]) -> None:
+    """SASS in the binary vs the GPU: no runnable code -> TargetError before anything runs."""
+    if not _is_elf(exe):
+        st.target = {"checked": False, "why": f"{exe} is not an ELF executable"}
+        return
+    if cuobjdump is None:
+        st.target = {"checked": False, "why": "no cuobjdump (CUDA toolkit, or pip install nvidia-cuda-cuobjdump)"}
+        return
+    st.progress("environment: cuobjdump --list-elf / --list-ptx")
+    elf = run_bounded([cuobjdump, "--list-elf", exe], timeout=60)
+    ptx = run_bounded([cuobjdump, "--list-ptx", exe], timeout=60)
+    st.record("target", "cuobjdump", elf, "target/list-elf")
+    st.record("target", "cuobjdump", ptx, "target/list-ptx")
+    sass = sorted({(int(m.group(1)), m.group(2)) for m in _ELF_ARCH.finditer(elf.stdout.decode(errors="replace"))})
+    ptxs = sorted({int(m.group(1)) for m in re.finditer(r"\bsm_(\d+)", ptx.stdout.decode(errors="replace"))})
+    st.target = {"checked": bool(gpu_archs), "sass": [f"sm_{a}{s}" for a, s in sass], "ptx": [f"sm_{a}" for a in ptxs],
+                 "gpus": gpu_archs}
+    if not gpu_archs or not (sass or ptxs):
+        return
+    for arch in dict.fromkeys(gpu_archs):
+        g = int(arch[3:])
+        # SASS runs on its own major with an equal or newer minor; 'a' (arch-specific)
+        # SASS only on exactly its arch; PTX is JIT-compiled for any newer GPU.
+        runs = any((s == "" and a // 10 == g // 10 and a <= g) or a == g for a, s in sass) or any(
+            a <= g for a in ptxs)
+        if not runs:
+            have = ", ".join(st.target["sass"] + [f"PTX {p}" for p in st.target["ptx"]])
+            st.flush("target")
+            raise TargetError(f"{exe} holds code for {have} only; this GPU is {arch}: rebuild with "
+                              f"-gencode arch=compute_{g}a,code={arch}a (or code={arch})")
+        if g == 90 and (90, "a") not in sass:
+            st.warnings.append(f"{exe} has no sm_90a SASS: wgmma, setmaxnreg and TMA multicast need "
+                               "-gencode arch=compute_90a,code=sm_90a; without it the kernel takes slower paths")
+
+
+def _sanitize(st: _State, con, sanitizer: str) -> str:
+    from wsperf.analyses.correctness import correctness_report
+
+    outputs = []
+    for i, tool in enumerate(st.opts.tools, 1):
+        st.progress(f"sanitizer {tool} ({i}/{len(st.opts.tools)})")
+        xml = st.root / "sanitizer" / f"{tool}.xml"
+        xml.parent.mkdir(exist_ok=True)
+        argv = [sanitizer, "--tool", tool, "--print-limit", "20", "--xml", "--save", str(xml.resolve()),
+                "--", *st.argv]
+        done = run_bounded(argv, timeout=st.opts.timeout)
+        note = ""
+        if done.timed_out:
+            note = f"did not finish in {st.opts.timeout:g} s under {tool}: killed; raise --timeout"
+            st.problems.append(f"compute-sanitizer --tool {tool}: {note}")
+        st.record("sanitizer", tool, done, f"sanitizer/{tool}",
+                  outputs={"xml": f"sanitizer/{tool}.xml"} if xml.is_file() else {}, note=note)
+        if xml.is_file() and not done.timed_out:
+            try:
+                outputs.append((f"sanitizer/{tool}.xml",
+                                load_sanitizer_xml(con, xml, tool=tool, command=" ".join(argv)).output))
+            except InputError as e:
+                st.problems.append(f"compute-sanitizer --tool {tool}: {e}")
+        elif not done.timed_out:
+            st.problems.append(f"compute-sanitizer --tool {tool} wrote no XML (exit {done.exit_code}); see "
+                               f"sanitizer/{tool}.stderr.txt")
+    return "correctness" if correctness_report(outputs).broken else ("clean" if outputs else "unverified")
+
+
+def _profile(st: _State, ncu: str) -> Path | None:
+    out = st.root / "profile" / "report"
+    out.parent.mkdir(exist_ok=True)
+    argv = [ncu]
+    for s in NCU_SECTIONS:
+        argv += ["--section", s]
+    argv += ["--import-source", "yes", "--clock-control", "none", "-c", str(st.opts.launch_count)]
+    if st.opts.kernel:
+        argv += ["-k", f"regex:{st.opts.kernel}"]
+    argv += ["-f", "-o", str(out.resolve()), "--", *st.argv]
+    limit = st.opts.timeout * PROFILE_TIMEOUT_FACTOR
+    st.progress(f"profile: ncu {' '.join(f'--section {s}' for s in NCU_SECTIONS)} (limit {limit:g} s)")
+    done = run_bounded(argv, timeout=limit)
+    rep = out.with_suffix(".ncu-rep")
+    st.record("profile", "ncu", done, "profile/ncu", outputs={"report": "profile/report.ncu-rep"} if rep.is_file()
+              else {}, note="timed out: killed" if done.timed_out else "")
+    if done.timed_out:
+        st.problems.append(f"ncu did not finish in {limit:g} s; raise --timeout (the profile gets "
+                           f"{PROFILE_TIMEOUT_FACTOR}x it)")
+    elif not rep.is_file():
+        st.problems.append(f"ncu wrote no report (exit {done.exit_code}): no kernel matched --kernel or "
+                           "--launch-count, or ncu failed; see profile/ncu.stdout.txt")
+    return rep if rep.is_file() else None
+
+
+def _capture_hang(st: _State, pid: int, cudagdb: str | None) -> dict[str, str]:
+    """Attach cuda-gdb to the hung `pid` (still alive) and save what it says."""
+    if cudagdb is None:
+        st.problems.append(_INSTALL["cuda-gdb"])
+        return {}
+    st.progress(f"hang: the repro outlived {st.opts.timeout:g} s; attaching cuda-gdb to pid {pid}")
+    probe_cmds = ["info cuda kernels", "info cuda blocks", "info cuda sms", "info cuda threads"]
+    probe = _gdb(st, cudagdb, pid, probe_cmds, "hang/probe")
+    try:
+        cap = parse_cudagdb(probe.stdout.decode(errors="replace"), source="hang/probe.txt")
+    except CudaGdbOutputError as e:
+        st.problems.append(f"cuda-gdb could not read the hung kernel: {e}")
+        return {"probe": "hang/probe.txt"}
+    if not cap.kernels:
+        st.problems.append("cuda-gdb attached but saw no running kernel (the hang is on the host?); "
+                           "see hang/probe.txt")
+        return {"probe": "hang/probe.txt"}
+    bx, by, _ = cap.kernels[0].block_dim
+    threads = bx * by * cap.kernels[0].block_dim[2]
+    blocks = []
+    for b in cap.blocks:
+        if b.state != "running":
+            continue
+        for k in range(b.count):  # coalesced ranges run along x, then y, then z
+            gx, gy, _ = cap.kernels[0].grid_dim
+            lin = b.first[0] + b.first[1] * gx + b.first[2] * gx * gy + k
+            blocks.append((lin % gx, (lin // gx) % gy, lin // (gx * gy)))
+            if len(blocks) >= MAX_BLOCKS:
+                break
+    cmds = ["info cuda kernels", "info cuda blocks", "info cuda sms", "info cuda threads",
+            "set cuda coalescing off", "info cuda threads"]
+    for blk in blocks:
+        for w in range(min((threads + 31) // 32, MAX_WARPS)):
+            t = w * 32
+            cmds.append(f"cuda block ({blk[0]},{blk[1]},{blk[2]}) thread ({t % bx},{(t // bx) % by},{t // (bx * by)})")
+            if w == 0:
+                cmds.append("info cuda warps")
+            cmds += ["info cuda lanes", "x/2i $pc", "info line *$pc", "bt"]
+    _gdb(st, cudagdb, pid, cmds, "hang/cudagdb", capture=st.root / "hang/cudagdb.txt")
+    return {"capture": "hang/cudagdb.txt"}
+
+
+def _gdb(st: _State, cudagdb: str, pid: int, commands: list[str], name: str, capture: Path | None = None) -> Completed:
+    argv = [cudagdb, "-p", str(pid), *_GDB_PRELUDE]
+    for c in commands:
+        # Each command is preceded by an echo of itself: how collectors/cudagdb.py splits
+        # the capture (fixtures/collect_correctness.sh does the same).
+        argv += ["-ex", f"echo ==== {c}\\n", "-ex", c]
+    done = run_bounded(argv, timeout=max(st.opts.timeout, 120), stdout_file=capture)
+    rel = "hang/cudagdb.txt" if capture else None
+    st.record("hang", "cuda-gdb", done, name, outputs={"capture": rel} if rel else None, stdout_at=rel)
+    return done

@@ -1,0 +1,136 @@
+"""Run an untrusted program (the repro, or a tool running it) without letting it hang,
+flood or crash wsperf.
+
+- argument lists only, never a shell string;
+- the child leads a new process group (session), and on timeout or interruption that
+  group is killed by its id (SIGTERM, then SIGKILL), which takes grandchildren with it
+  (compute-sanitizer and ncu run the repro as their child);
+- stdout and stderr are drained by threads as they come, so a child never blocks on a
+  full pipe, and only the first `HEAD` and last `TAIL` bytes of each are kept (with the
+  total count): a repro that prints gigabytes costs a few hundred KiB;
+- `on_timeout(pid)` runs while the timed-out child is still alive (the hang capture
+  attaches to it), before the group is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+HEAD = 64 << 10  # bytes kept from the start of a stream
+TAIL = 256 << 10  # bytes kept from its end
+_CHUNK = 64 << 10
+_GRACE_S = 3.0  # between SIGTERM and SIGKILL of a group
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: list[str]
+    exit_code: int | None  # None: killed after the timeout
+    seconds: float
+    timed_out: bool
+    stdout: bytes  # head + marker + tail when the stream was longer than HEAD + TAIL
+    stderr: bytes
+    stdout_bytes: int
+    stderr_bytes: int
+    pid: int
+
+
+class _Drain(threading.Thread):
+    def __init__(self, stream) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.head, self.tail, self.total = stream, bytearray(), bytearray(), 0
+
+    def run(self) -> None:
+        while chunk := self.stream.read1(_CHUNK) if hasattr(self.stream, "read1") else self.stream.read(_CHUNK):
+            self.total += len(chunk)
+            room = HEAD - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > TAIL:
+                    del self.tail[:len(self.tail) - TAIL]
+
+    def text(self) -> bytes:
+        skipped = self.total - len(self.head) - len(self.tail)
+        if skipped <= 0:
+            return bytes(self.head + self.tail)
+        return bytes(self.head) + f"\n[... {skipped:,} bytes not kept by wsperf ...]\n".encode() + bytes(self.tail)
+
+
+def kill_group(pgid: int, leader: subprocess.Popen | None = None) -> None:
+    """SIGTERM the process group `pgid`, then SIGKILL what is left of it. `leader` is
+    reaped as it goes (a zombie leader still counts as a member of its group)."""
+    for sig, wait in ((signal.SIGTERM, _GRACE_S), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if leader is not None:
+                leader.poll()
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)
+
+
+def run_bounded(argv: list[str], *, timeout: float, cwd: str | os.PathLike[str] | None = None,
+                env: dict[str, str] | None = None,
+                on_timeout: Callable[[int], None] | None = None, stdout_file: Path | None = None) -> Completed:
+    """Run `argv` under `timeout` seconds (see the module docstring). `stdout_file`:
+    write stdout whole to that file (for NVIDIA's own tools, whose output is the
+    product: a SASS dump, a capture), not bounded. Raises OSError when the program
+    cannot be started."""
+    t0 = time.monotonic()
+    sink = None
+    if stdout_file is not None:
+        stdout_file.parent.mkdir(parents=True, exist_ok=True)
+        sink = open(stdout_file, "wb")
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink or subprocess.PIPE, stderr=subprocess.PIPE,
+                             cwd=cwd, env=env, start_new_session=True)
+    finally:
+        if sink is not None:
+            sink.close()  # the child holds its own descriptor
+    pgid = p.pid  # the new session's leader: its pid is the group id
+    drains = [_Drain(p.stdout) if sink is None else _Drain(None), _Drain(p.stderr)]
+    for d in drains:
+        if d.stream is not None:
+            d.start()
+    timed_out = False
+    try:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            if on_timeout is not None:
+                on_timeout(p.pid)
+    finally:
+        # Whatever happened (timeout, Ctrl-C, a bug in on_timeout), nothing of the group
+        # outlives this call; a leader that exited may have left children running.
+        kill_group(pgid, p)
+        p.wait()
+        for d in drains:
+            if d.stream is not None:
+                d.join(timeout=5)
+    out, errs = drains
+    if stdout_file is not None:
+        out.total = stdout_file.stat().st_size
+    return Completed(list(argv), None if timed_out else p.returncode, round(time.monotonic() - t0, 3), timed_out,
+                     out.text(), errs.text(), out.total, errs.total, p.pid)
+
+
+def save(data: bytes, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
