@@ -617,6 +617,17 @@ class _NoPandas:
         return None
 
 
+def _metric(by_name: Callable[[str], Any], name: str) -> Any:
+    """The metric `name` of an action, or _Damaged when the report cannot give it."""
+    try:
+        m = by_name(name)
+    except TypeError:  # the name is not valid UTF-8: metric_by_name refuses it
+        raise _Damaged() from None
+    if m is None:
+        raise _Damaged()
+    return m
+
+
 class _Reader:
     """One report open in a reader process: reads the launch parts it is given into
     staging columns, and writes them out at the end."""
@@ -768,12 +779,7 @@ class _Reader:
         instanced: dict[str, tuple[list, list, int]] = {}
         rows = 0
         for name in names:
-            try:
-                m = by_name(name)
-            except TypeError:  # the name is not valid UTF-8: metric_by_name refuses it
-                raise _Damaged() from None
-            if m is None:
-                raise _Damaged()
+            m = _metric(by_name, name)
             got = getters.get(m.kind())
             value = got[0](m) if got is not None else None
             if not value and not m.has_value():  # held without a value: reads as 0, stored as NULL
@@ -909,12 +915,7 @@ class _Reader:
         if anchor is None:
             return pcs
         for name in action.metric_names():
-            try:
-                m = by_name(name)
-            except TypeError:  # the name is not valid UTF-8: metric_by_name refuses it
-                raise _Damaged() from None
-            if m is None:
-                raise _Damaged()
+            m = _metric(by_name, name)
             k = m.num_instances()
             ids_metric = m.correlation_ids() if k else None
             # Look at the first id before reading them all: most instanced metrics are

@@ -2,8 +2,8 @@
 id: producer-bound
 question: Are the consumer warps starved at their full barriers while the producer is busy issuing rather than waiting?
 evidence:
-  - roles.wait_share of the consumer role (PC samples at its mbarrier waits / all its samples)
-  - roles.wait_share of the producer role (low = the producer is busy, not waiting for free slots)
+  - role_balance.consumer_wait_share (PC samples at the consumer's mbarrier waits / all its samples)
+  - role_balance.producer_wait_share (low = the producer is busy, not waiting for free slots)
   - role_stalls: the producer's top stall reason away from waits
 threshold:
   min_consumer_wait_share: 0.15   # consumers spend at least this share of samples waiting for data
@@ -20,17 +20,7 @@ remedy: >
   (precomputed tensor maps or descriptors), copy larger tiles per barrier, and deepen the
   ring so that copies are in flight ahead of the consumers.
 */
-WITH r AS (
-    SELECT
-        launch_id,
-        max(wait_share) FILTER (WHERE role = 'consumer') AS consumer_wait_share,
-        max(wait_share) FILTER (WHERE role = 'producer') AS producer_wait_share,
-        max(samples) FILTER (WHERE role = 'consumer') AS consumer_samples,
-        max(samples) FILTER (WHERE role = 'producer') AS producer_samples
-    FROM roles
-    GROUP BY launch_id
-),
-busy AS (
+WITH busy AS (
     -- What the producer does when it is not waiting on a barrier: its top stall reason.
     SELECT launch_id, arg_max(reason, samples) AS producer_top_stall
     FROM (SELECT launch_id, reason, sum(samples) AS samples FROM role_stalls
@@ -41,7 +31,7 @@ v AS (
     SELECT l.launch_id, w.warp_specialized, r.*, b.producer_top_stall
     FROM launches AS l
     LEFT JOIN warp_specialization AS w USING (launch_id)
-    LEFT JOIN r USING (launch_id)
+    LEFT JOIN role_balance AS r USING (launch_id)
     LEFT JOIN busy AS b USING (launch_id)
 )
 SELECT

@@ -239,6 +239,18 @@ FROM role_pcs AS p
 JOIN stalls AS st USING (launch_id, pc)
 GROUP BY p.launch_id, p.role, st.reason, p.is_wait;
 
+-- Per launch, the two roles side by side: how much each waits on mbarriers. The
+-- figures behind producer-bound and serialized-roles.
+CREATE OR REPLACE VIEW role_balance AS
+SELECT
+    launch_id,
+    max(wait_share) FILTER (WHERE role = 'consumer') AS consumer_wait_share,  -- consumer samples at full-barrier waits / all consumer samples
+    max(wait_share) FILTER (WHERE role = 'producer') AS producer_wait_share,  -- producer samples at empty-barrier waits / all producer samples
+    max(samples) FILTER (WHERE role = 'consumer') AS consumer_samples,        -- PC samples of the consumer role (warp samples)
+    max(samples) FILTER (WHERE role = 'producer') AS producer_samples         -- PC samples of the producer role (warp samples)
+FROM roles
+GROUP BY launch_id;
+
 -- Whether each launch is warp-specialized: both a producer and a consumer path executed.
 -- NULL when the report has no SASS (no source counters) for the launch.
 CREATE OR REPLACE VIEW warp_specialization AS

@@ -2,7 +2,7 @@
 id: serialized-roles
 question: Do data movement and math take turns instead of overlapping?
 evidence:
-  - warp-specialized kernels: roles.wait_share of both roles (each waits on the other in turn)
+  - warp-specialized kernels: role_balance, the wait share of both roles (each waits on the other in turn)
   - gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed (a saturated memory system explains waiting without serialization)
   - other kernels: share of PC samples stalled on long_scoreboard (waiting for loaded data) inside loops
   - mbarrier stages: how many phase-tracked barriers the prologue initializes (SYNCS.EXCH)
@@ -27,17 +27,7 @@ remedy: >
   not after). Without specialization: prefetch the next tile (cp.async / TMA or register
   double-buffering) before computing on the current one, and unroll loads ahead of use.
 */
-WITH r AS (
-    SELECT
-        launch_id,
-        max(wait_share) FILTER (WHERE role = 'consumer') AS consumer_wait_share,
-        max(wait_share) FILTER (WHERE role = 'producer') AS producer_wait_share,
-        max(samples) FILTER (WHERE role = 'consumer') AS consumer_samples,
-        max(samples) FILTER (WHERE role = 'producer') AS producer_samples
-    FROM roles
-    GROUP BY launch_id
-),
-loads AS (
+WITH loads AS (
     SELECT
         p.launch_id,
         coalesce(sum(st.samples) FILTER (WHERE p.in_loop AND st.reason = 'long_scoreboard'), 0)
@@ -63,7 +53,7 @@ v AS (
            coalesce(s.mbarrier_inits, 0) AS mbarrier_inits
     FROM launches AS l
     LEFT JOIN warp_specialization AS w USING (launch_id)
-    LEFT JOIN r USING (launch_id)
+    LEFT JOIN role_balance AS r USING (launch_id)
     LEFT JOIN loads AS ld USING (launch_id)
     LEFT JOIN m USING (launch_id)
     LEFT JOIN stages AS s USING (launch_id)
