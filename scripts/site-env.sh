@@ -1,0 +1,17 @@
+# Sourced by scripts/gpu-tests.sh and scripts/gpu-e2e.sh (from the repository root):
+# installs wsperf into /tmp/wsperf-site (wheels from ./.whl first, for machines without
+# package access), takes ncu_report from the Nsight Compute installation when no wheel
+# provides it, and puts both on PYTHONPATH/PATH.
+site=/tmp/wsperf-site
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" .whl/*.whl
+fi
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$site" . 2>/dev/null \
+  || python3 -m pip install -q --no-deps --no-build-isolation --target "$site" .
+export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+if ! python3 -c "import ncu_report" 2>/dev/null; then
+  ncu_py=$(dirname "$(readlink -f "$(command -v ncu)")")/extras/python
+  [ -d "$ncu_py" ] || ncu_py=$(ls -d /opt/nvidia/nsight-compute/*/extras/python 2>/dev/null | tail -1)
+  export PYTHONPATH="$PYTHONPATH:$ncu_py"
+fi
+export PATH="$site/bin:$PATH"
