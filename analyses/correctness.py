@@ -359,7 +359,10 @@ def deadlock_report(ev: Evidence) -> DeadlockReport:
     if ev.capture is None:
         note = run.note if run is not None and run.note else "no cuda-gdb capture in the bundle"
         return DeadlockReport(hung, (), 0, (), _causes([]), note)
-    capture: HangCapture = read_cudagdb(ev.capture)
+    try:
+        capture: HangCapture = read_cudagdb(ev.capture)
+    except InputError as e:  # a damaged capture is still a hang: say so, keep exit 4
+        return DeadlockReport(hung, (), 0, (), _causes([]), str(e), str(ev.capture))
     kernels = tuple(k.invocation for k in capture.kernels)
     if ev.sass is None:
         return DeadlockReport(hung, kernels, capture.resident_warps(), (), _causes([]),
