@@ -21,7 +21,6 @@ those are always marked `assumption`.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -425,12 +424,3 @@ def _causes(groups: list[WaitGroup]) -> tuple[Item, ...]:
                                  "memory, a missing volatile/acquire)", A))
     return tuple(out)
 
-
-def rel(path: Path | str, base: Path | None) -> str:
-    """A path for display: relative to the bundle when inside it."""
-    if base is None:
-        return str(path)
-    try:
-        return os.path.relpath(Path(path).resolve(), base.resolve())
-    except ValueError:
-        return str(path)
