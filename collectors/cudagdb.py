@@ -304,12 +304,19 @@ def parse_cudagdb(text: str, *, source: str = "<text>") -> HangCapture:
                        tuple(out.threads), dict(out.pcs))
 
 
+# gdb's own asynchronous notices, printed between or after commands' output (e.g.
+# "[Inferior 1 (process 3556) detached]" after the last -ex of a -batch attach): not
+# part of any table.
+_GDB_NOTICE = re.compile(r"^\[(Inferior \d+ \(process \d+\) detached|New Thread .*|Thread .* exited|"
+                         r"New LWP \d+|Detaching after (fork|vfork) .*|Switching focus to .*)\]$")
+
+
 def _sections(text: str) -> list[tuple[int, str, list[str]]]:
     sections: list[tuple[int, str, list[str]]] = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.startswith(MARKER):
             sections.append((n, line[len(MARKER):].strip(), []))
-        elif sections:
+        elif sections and not _GDB_NOTICE.match(line.strip()):
             sections[-1][2].append(line)
     return sections  # lines before the first marker (attach messages) are not read
 

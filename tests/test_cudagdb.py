@@ -138,3 +138,15 @@ def test_missing_or_foreign_files_are_input_errors(tmp_path):
         read_cudagdb(tmp_path / "absent.txt")
     with pytest.raises(CudaGdbOutputError, match="not a `cuobjdump -sass` listing"):
         parse_cuobjdump_sass(CAPTURE.read_text(), source="capture.txt")
+
+
+def test_attach_probe_from_collect_ends_with_gdb_notice():
+    # What `wsperf collect` captured on the H200 (scripts/gpu-e2e.sh): the first attach's
+    # probe, whose last table is followed by gdb's "[Inferior 1 (process N) detached]".
+    text = (OUT / "ws_deadlock.collect-probe.txt").read_text()
+    assert text.rstrip().endswith("detached]")
+    cap = parse_cudagdb(text, source="probe")
+    assert [k.grid_dim for k in cap.kernels] == [(2, 1, 1)]
+    # 2 blocks x (1 producer warp + 2 consumer warps): 32 threads at one PC, 64 at another.
+    assert sorted((t.count, t.first_thread[0]) for t in cap.threads) == [(32, 0), (32, 0), (64, 32), (64, 32)]
+    assert len({t.pc for t in cap.threads}) == 2
