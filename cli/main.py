@@ -19,6 +19,7 @@ from wsperf.analyses.analyze import analyze as run_analysis, prepare
 from wsperf.analyses.config import load_config
 from wsperf.analyses.correctness import correctness_report, deadlock_report, gather
 from wsperf.cli import render
+from wsperf.cli.inspect import inspect
 from wsperf.collectors import environment
 from wsperf.collectors.collect import CollectError, Options as CollectOptions, collect as run_collect
 from wsperf.collectors.sanitizer import TOOLS as SANITIZER_TOOLS
@@ -236,6 +237,9 @@ def doctor(
             sys.stdout.write(render.environment_json(env) + "\n")
         else:
             render.environment_text(env, out)
+
+
+app.command()(inspect)
 
 
 def main() -> None:  # pragma: no cover - console-script shim

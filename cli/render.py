@@ -36,6 +36,8 @@ def plain(text: object) -> Text:
 
 
 def dims(d: tuple[int, int, int]) -> str:
+    if any(v is None for v in d):  # static code (wsperf inspect): no launch
+        return "n/a"
     return "x".join(str(v) for v in d)
 
 
@@ -148,33 +150,34 @@ def _jsonable(obj: Any) -> Any:
 
 
 def analyses_json(analyses: list[KernelAnalysis]) -> str:
-    kernels = []
-    for a in analyses:
-        s = a.summary
-        kernels.append({
-            "report": s.report,
-            "launch_id": s.launch_id,
-            "name": s.name,
-            "demangled": s.demangled,
-            "mangled": s.mangled,
-            "arch": s.arch,
-            "device": s.device,
-            "grid": list(s.grid),
-            "block": list(s.block),
-            "cluster": list(s.cluster),
-            "registers_per_thread": s.registers_per_thread,
-            "static_smem_bytes": s.static_smem_bytes,
-            "dynamic_smem_bytes": s.dynamic_smem_bytes,
-            "duration_ns": s.duration_ns,
-            "families": _jsonable(s.families),
-            "warp_specialized": a.warp_specialized,
-            "roles": [dict(_jsonable(r), top_stalls=[{"reason": x, "samples": n} for x, n in r.top_stalls])
-                      for r in a.roles],
-            "findings": [{"id": f.id, "status": f.status.value, "summary": f.summary,
-                          "evidence": _jsonable(f.evidence), "remedy": f.remedy} for f in a.findings],
-            "ncu_rules": _jsonable(s.ncu_rules),
-        })
-    return json.dumps({"kernels": kernels}, indent=2, default=str)
+    return json.dumps({"kernels": [_analysis_dict(a) for a in analyses]}, indent=2, default=str)
+
+
+def _analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
+    s = a.summary
+    return {
+        "report": s.report,
+        "launch_id": s.launch_id,
+        "name": s.name,
+        "demangled": s.demangled,
+        "mangled": s.mangled,
+        "arch": s.arch,
+        "device": s.device,
+        "grid": list(s.grid),
+        "block": list(s.block),
+        "cluster": list(s.cluster),
+        "registers_per_thread": s.registers_per_thread,
+        "static_smem_bytes": s.static_smem_bytes,
+        "dynamic_smem_bytes": s.dynamic_smem_bytes,
+        "duration_ns": s.duration_ns,
+        "families": _jsonable(s.families),
+        "warp_specialized": a.warp_specialized,
+        "roles": [dict(_jsonable(r), top_stalls=[{"reason": x, "samples": n} for x, n in r.top_stalls])
+                  for r in a.roles],
+        "findings": [{"id": f.id, "status": f.status.value, "summary": f.summary,
+                      "evidence": _jsonable(f.evidence), "remedy": f.remedy} for f in a.findings],
+        "ncu_rules": _jsonable(s.ncu_rules),
+    }
 
 
 def analyses_markdown(analyses: list[KernelAnalysis]) -> str:
@@ -195,6 +198,43 @@ def analyses_markdown(analyses: list[KernelAnalysis]) -> str:
             if f.status.value == "confirmed":
                 out += ["", f"*Remedy for {f.id}:* {md(f.remedy)}"]
     return "\n".join(out) + "\n"
+
+
+def _static_lines(k: Any) -> list[str]:
+    c = k.compiler
+    lines = [f"cubin {k.cubin_arch}: stack {_num(k.stack_bytes)} B, local {_num(k.local_bytes)} B per thread"]
+    if c is not None:
+        lines.append(f"ptxas: {_num(c.registers)} registers, {_num(c.stack_bytes)} B stack frame, "
+                     f"{_num(c.spill_store_bytes)} B spill stores, {_num(c.spill_load_bytes)} B spill loads")
+    return lines
+
+
+def inspection_text(ins: Any, console: Console) -> None:
+    """`wsperf inspect`: each file's compiler notes, then every kernel as `analyze` shows a
+    launch, with what only the binary and the compiler tell."""
+    for f in ins.files:
+        others = [a for a in f.archs if a != f.arch]
+        console.print(plain(f"{f.path}: {f.arch}" + (f" (also holds {', '.join(others)}; pick one with --arch)"
+                                                     if others else "")))
+        for m in f.compiler_messages:
+            console.print(Text.assemble(("compiler ", "yellow"), plain(m)))
+    console.print()
+    for k in ins.kernels:
+        for line in _static_lines(k):
+            console.print(plain(f"{k.analysis.summary.name}: {line}"))
+        analyses_text([k.analysis], console)
+
+
+def inspection_json(ins: Any) -> str:
+    kernels = [dict(_analysis_dict(k.analysis), cubin_arch=k.cubin_arch, stack_bytes=k.stack_bytes,
+                    local_bytes=k.local_bytes, compiler=_jsonable(k.compiler)) for k in ins.kernels]
+    return json.dumps({"files": _jsonable(ins.files), "kernels": kernels}, indent=2, default=str)
+
+
+def inspection_markdown(ins: Any) -> str:
+    notes = [f"- {md(f.path)}: {md(m)}" for f in ins.files for m in f.compiler_messages]
+    head = ["Compiler notes:", "", *notes, ""] if notes else []
+    return "\n".join(head) + analyses_markdown([k.analysis for k in ins.kernels])
 
 
 def environment_text(env: Environment, console: Console) -> None:

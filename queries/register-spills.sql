@@ -5,11 +5,14 @@ evidence:
   - opcodes LDL and STL executed, against all warp instructions executed (InstructionStats or SourceCounters)
   - LDL/STL executed inside loop bodies, and PC samples at LDL/STL (SourceCounters)
   - launches.registers_per_thread
+  - static SASS (wsperf inspect, no counters): LDL/STL instructions inside loop bodies
 threshold:
   min_local_inst_share: 0.01   # (LDL + STL executed) / all executed warp instructions
 measured: |
   ws_stream_spill 0.5012, 128385024 of 128487984 LDL/STL inside loops (704 B stack, 1240 B spill stores per ptxas; confirmed);
   all other fixtures 0.0 (ws_stream_healthy, gemm_wgmma_tma, torch_mm, ...; rejected).
+  static (fixtures/cubins): tcgen05_spill has LDL/STL inside its loop (confirmed); tcgen05_gemm, gemm_ws
+  and gemm_ffma hold no LDL/STL (rejected).
 remedy: >
   Free registers in the role that spills: keep fewer values live across the loop (smaller
   per-thread tiles, recompute cheap values), give the math role more registers
@@ -24,6 +27,19 @@ WITH inst AS (
         coalesce(sum(executed) FILTER (WHERE opcode IN ('LDL', 'STL')), 0) AS local_executed
     FROM opcodes
     GROUP BY launch_id
+),
+static AS (
+    -- `wsperf inspect` rows: SASS without any count. What the code holds is the
+    -- evidence: LDL/STL inside a loop body run on every trip.
+    SELECT
+        s.launch_id,
+        count(*) FILTER (WHERE s.opcode IN ('LDL', 'STL')) AS local_sites,
+        count(*) FILTER (WHERE s.opcode IN ('LDL', 'STL') AND p.in_loop) AS local_sites_in_loops
+    FROM sass AS s
+    LEFT JOIN role_pcs AS p USING (launch_id, pc)
+    WHERE s.launch_id NOT IN (SELECT launch_id FROM opcodes)
+    GROUP BY s.launch_id
+    HAVING bool_and(s.inst_executed IS NULL)
 ),
 pcs AS (
     SELECT
@@ -44,19 +60,28 @@ v AS (
         i.local_executed / nullif(i.executed, 0) AS local_inst_share,
         p.local_executed_in_loops,
         p.local_samples,
-        p.local_samples / nullif(p.samples, 0) AS local_sample_share
+        p.local_samples / nullif(p.samples, 0) AS local_sample_share,
+        st.launch_id IS NOT NULL AS is_static,
+        st.local_sites,
+        st.local_sites_in_loops
     FROM launches AS l
     LEFT JOIN inst AS i USING (launch_id)
     LEFT JOIN pcs AS p USING (launch_id)
+    LEFT JOIN static AS st USING (launch_id)
 )
 SELECT
     launch_id,
     CASE
+        WHEN is_static AND local_sites_in_loops > 0 THEN 'confirmed'
+        WHEN is_static THEN 'rejected'
         WHEN executed IS NULL THEN 'no_data'
         WHEN local_inst_share >= $min_local_inst_share THEN 'confirmed'
         ELSE 'rejected'
     END AS status,
     CASE
+        WHEN is_static THEN
+            printf('static SASS: %d LDL/STL instructions, %d of them inside loop bodies, at %s registers/thread',
+                   local_sites, local_sites_in_loops, coalesce(registers_per_thread::VARCHAR, 'unknown'))
         WHEN executed IS NULL THEN
             'no instruction counts in the report: collect --section InstructionStats (or --set full)'
         ELSE printf('%.2f%% of executed instructions are local-memory loads/stores (%d LDL/STL, %s in loops) at %d registers/thread',
@@ -67,5 +92,7 @@ SELECT
     local_executed,
     round(local_inst_share, 4) AS local_inst_share,
     local_executed_in_loops,
-    round(local_sample_share, 4) AS local_sample_share
+    round(local_sample_share, 4) AS local_sample_share,
+    local_sites,
+    local_sites_in_loops
 FROM v

@@ -33,8 +33,11 @@ CREATE TABLE IF NOT EXISTS reports (
     compute_capability VARCHAR,      -- 'major.minor' from device__attribute_compute_capability_major/_minor, e.g. '9.0'
     arch VARCHAR,                    -- 'sm_' || major || minor, e.g. 'sm_90' (the device, not the cubin's sm_90a)
     num_launches INTEGER NOT NULL,   -- profiled results (ncu actions) in the report, over all ranges
-    loaded_at TIMESTAMP NOT NULL     -- UTC time wsperf loaded it
+    loaded_at TIMESTAMP NOT NULL,    -- UTC time wsperf loaded it
+    kind VARCHAR DEFAULT 'ncu'       -- 'ncu': a profile; 'static': SASS from `wsperf inspect` (no device, no counters, reader_version is the cuobjdump's)
 );
+-- Stores written before `kind` existed gain it here (their reports are all profiles).
+ALTER TABLE reports ADD COLUMN IF NOT EXISTS kind VARCHAR DEFAULT 'ncu';
 
 CREATE TABLE IF NOT EXISTS launches (
     launch_id BIGINT PRIMARY KEY,        -- wsperf id of the profiled launch (one ncu action)
@@ -152,9 +155,12 @@ CREATE TABLE IF NOT EXISTS ncu_rules (
 CREATE OR REPLACE VIEW instruction_families AS
 WITH family(pattern, family, kind) AS (
     VALUES
-        -- Blackwell tensor path: tcgen05.mma (UTC*MMA), tensor-memory copies/loads/stores
+        -- Blackwell tensor path (sm_100a, checked by tests/test_ptx_sass_map.py):
+        -- tcgen05.mma kind::f16 -> UTCHMMA, kind::f8f6f4 -> UTCQMMA; commit -> UTCBAR;
+        -- cp -> UTCCP; ld/st -> LDTM/STTM; alloc/dealloc -> UTCATOMSWS;
+        -- relinquish_alloc_permit -> UVIRTCOUNT.DEALLOC.SMPOOL
         ('UTC[A-Z]*MMA', 'tcgen05', 'tensor'),
-        ('UTC(BAR|CP|SHIFT)', 'tcgen05', 'tensor'),
+        ('UTC(BAR|CP|SHIFT|ATOMSWS)|UVIRTCOUNT', 'tcgen05', 'tensor'),
         ('(LD|ST)TM', 'tcgen05', 'tensor'),
         -- Hopper tensor path: wgmma.mma_async
         ('[HQIB]GMMA', 'wgmma', 'tensor'),
@@ -252,11 +258,13 @@ FROM roles
 GROUP BY launch_id;
 
 -- Whether each launch is warp-specialized: both a producer and a consumer path executed.
--- NULL when the report has no SASS (no source counters) for the launch.
+-- NULL when the report has no SASS (no source counters) for the launch, and for static
+-- SASS (`wsperf inspect`), where nothing executed.
 CREATE OR REPLACE VIEW warp_specialization AS
 SELECT
     l.launch_id,
     CASE WHEN NOT EXISTS (SELECT 1 FROM role_pcs AS p WHERE p.launch_id = l.launch_id) THEN NULL
+         WHEN NOT EXISTS (SELECT 1 FROM sass AS s WHERE s.launch_id = l.launch_id AND s.inst_executed IS NOT NULL) THEN NULL
          ELSE coalesce((SELECT sum(executed) FROM roles AS r WHERE r.launch_id = l.launch_id AND r.role = 'producer'), 0) > 0
           AND coalesce((SELECT sum(executed) FROM roles AS r WHERE r.launch_id = l.launch_id AND r.role = 'consumer'), 0) > 0
     END AS warp_specialized

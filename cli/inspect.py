@@ -1,0 +1,48 @@
+"""`wsperf inspect`: the analysis of compiled code, without a GPU. Registered on the app
+in cli/main.py; its error boundary and consoles are main's (imported when it runs, since
+main imports this module)."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from wsperf.analyses.static import inspect as run_inspect
+from wsperf.cli import render
+from wsperf.collectors.store import open_store
+
+
+class Format(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def inspect(
+    paths: list[Path] = typer.Argument(..., help="Executables or shared libraries with embedded cubins, .cubin or "
+                                       "fatbin files, or .cu files (compiled with nvcc for --arch).",
+                                       show_default=False),
+    arch: Optional[str] = typer.Option(None, "--arch", "-a", help="Architecture to inspect, e.g. sm_90a or sm_100a. "
+                                       "Default: the newest the file holds; sm_90a for .cu files."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only kernels whose name matches this regular "
+                                         "expression (RE2 syntax)."),
+    expect: list[str] = typer.Option([], "--expect", "-e", help="What the kernel should use (repeatable): tma, "
+                                     "tensor-core, wgmma, tcgen05, setmaxnreg, warp-specialized."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text, json or markdown."),
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB file to load the static rows into (created if "
+                                      "absent, appended to if present). Default: an in-memory database."),
+) -> None:
+    """Disassemble compiled kernels (no GPU needed) and print, per kernel: registers and
+    shared memory, which instruction paths its SASS holds (tcgen05 / wgmma / mma.sync,
+    TMA / cp.async / ld/st, mbarrier, setmaxnreg, local memory), the compiler's notes,
+    and the verdicts that static code can give; the others say no_data."""
+    from wsperf.cli.main import SummaryFormat, _emit, error_boundary
+
+    with error_boundary():
+        con = open_store(db)
+        result = run_inspect(con, paths, arch=arch, kernel=kernel, expect=expect)
+        _emit(SummaryFormat(fmt.value), result, render.inspection_text, render.inspection_json,
+              render.inspection_markdown)
