@@ -4,7 +4,7 @@ to the consumer, and where each role waits.
 A warp-specialized kernel dispatches on the warp (or warpgroup) index into disjoint code
 paths: the producer path issues copies (TMA `UTMALDG`, bulk `UBLKCP`, `LDGSTS`, or
 LDG+STS by hand) and waits on "empty" mbarriers; the consumer path does the math
-(`HGMMA`, `UTC*MMA`, `HMMA`, FFMA) and waits on "full" mbarriers. This module recovers
+(`HGMMA`, `UTC*MMA`, `HMMA`, FFMA/FMUL/...) and waits on "full" mbarriers. This module recovers
 those paths from the SASS alone, without source:
 
 1. basic blocks and edges from the branch targets in the SASS text;
@@ -40,8 +40,10 @@ _PRODUCER_COPY = re.compile(r"^(UTMALDG|UBLKCP\.S\.G|UBLKCP|LDGSTS)")
 _CONSUMER_MMA = re.compile(r"^([HQIB]GMMA|UTC[A-Z]*MMA|[HID]MMA)")
 # A stub this short that holds a phase check is a barrier-retry loop, all of it waiting.
 _MAX_STUB = 8
-# FFMA in one block at or above this count marks the block as math (consumer) work.
-_MIN_FFMA = 4
+# Floating-point math instructions (FFMA, FMUL, HFMA2, DFMA, ...) in one block at or
+# above this count mark the block as math (consumer) work.
+_MATH = re.compile(r"^(FFMA|FMUL|FADD|HFMA2|HMUL2|HADD2|DFMA|DMUL|DADD)")
+_MIN_MATH = 4
 
 
 @dataclass(frozen=True)
@@ -102,10 +104,10 @@ def build_blocks(instrs: list[Instr]) -> dict[int, Block]:
         ops = [i.opcode_full for i in b.instrs]
         if any(_PRODUCER_COPY.match(o) for o in ops) or (
             any(o.startswith("LDG") for o in ops) and any(o.startswith("STS") for o in ops)
-            and not any(o.startswith("FFMA") for o in ops)
+            and not any(_MATH.match(o) for o in ops)
         ):
             b.seeds.add("producer")
-        if any(_CONSUMER_MMA.match(o) for o in ops) or sum(o.startswith("FFMA") for o in ops) >= _MIN_FFMA:
+        if any(_CONSUMER_MMA.match(o) for o in ops) or sum(bool(_MATH.match(o)) for o in ops) >= _MIN_MATH:
             b.seeds.add("consumer")
     return blocks
 
