@@ -1,0 +1,142 @@
+"""`wsperf inspect`: static analysis of compiled kernels, no GPU. On the committed cubins
+(fixtures/cubins, see fixtures/BLACKWELL.md): which paths each kernel's SASS holds, the
+verdicts static code can give, and the errors a user meets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import wsperf
+from test_cli import assert_one_error_line
+from wsperf.analyses.static import inspect
+from wsperf.collectors.store import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+CUBINS = ROOT / "fixtures" / "cubins"
+SM100 = CUBINS / "tcgen05.sm_100a.cubin"
+SM90 = CUBINS / "gemm.sm_90a.cubin"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+
+def _inspect_json(*args) -> list[dict]:
+    p = wsperf("inspect", *args, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["kernels"]
+
+
+@pytest.fixture(scope="module")
+def static_kernels() -> dict[str, dict]:
+    ks = _inspect_json(SM100, SM90, "--expect", "tensor-core")
+    return {k["demangled"]: k for k in ks}
+
+
+def _kernel(ks: dict[str, dict], prefix: str) -> dict:
+    (k,) = [v for name, v in ks.items() if name.startswith(prefix)]
+    return k
+
+
+def _status(k: dict, hid: str) -> str:
+    (f,) = [f for f in k["findings"] if f["id"] == hid]
+    return f["status"]
+
+
+# kernel (demangled prefix), arch, tensor path, copies, spills, missing-specialized
+# (with --expect tensor-core), register-spills
+CASES = [
+    ("tcgen05_gemm", "sm_100", "tcgen05", ["tma", "ld/st"], False, "rejected", "rejected"),
+    ("tcgen05_fallback", "sm_100", "mma.sync", ["tma", "ld/st"], False, "confirmed", "rejected"),
+    ("tcgen05_spill", "sm_100", "tcgen05", ["tma", "ld/st"], True, "rejected", "confirmed"),
+    ("void gemm_ws<true>", "sm_90", "wgmma", ["tma", "ld/st"], False, "rejected", "rejected"),
+    ("void gemm_ws<false>", "sm_90", "wgmma", ["cp.async", "ld/st"], False, "confirmed", "rejected"),
+    ("gemm_ffma", "sm_90", "none", ["ld/st"], False, "confirmed", "rejected"),
+]
+
+
+@pytest.mark.parametrize("name, arch, tensor, copies, local, missing, spills", CASES, ids=[c[0] for c in CASES])
+def test_families_and_verdicts(static_kernels, name, arch, tensor, copies, local, missing, spills):
+    k = _kernel(static_kernels, name)
+    f = k["families"]
+    assert (k["arch"], f["tensor"], f["copies"], f["local_memory"]) == (arch, tensor, copies, local)
+    assert f["mbarrier"] is (name != "gemm_ffma")
+    assert _status(k, "missing-specialized-instructions") == missing
+    assert _status(k, "register-spills") == spills
+    # What needs a profile says so.
+    for hid in ("serialized-roles", "producer-bound", "too-few-active-ctas"):
+        assert _status(k, hid) == "no_data", hid
+    assert k["duration_ns"] is None and k["grid"] == [None, None, None] and k["warp_specialized"] is None
+    assert k["registers_per_thread"] > 0 and k["cubin_arch"] == arch + "a"
+
+
+def test_tcgen05_without_expectations_is_not_flagged():
+    (k,) = _inspect_json(SM100, "--kernel", "^tcgen05_gemm$")
+    assert _status(k, "missing-specialized-instructions") == "rejected"
+    fams = {c["family"] for c in k["families"]["counts"]}
+    assert {"tcgen05", "tma", "mbarrier", "elect"} <= fams
+
+
+def test_every_kernel_of_a_binary_is_reported():
+    ks = _inspect_json(SM100)
+    assert sorted(k["name"] for k in ks) == ["tcgen05_fallback", "tcgen05_gemm", "tcgen05_spill"]
+    assert len({k["launch_id"] for k in ks}) == 3
+
+
+def test_static_rows_share_the_profile_tables(tmp_path):
+    con = open_store(tmp_path / "s.duckdb")
+    first = inspect(con, [SM100])
+    again = inspect(con, [SM100])  # same content: nothing added
+    assert first.files[0].already_present is False and again.files[0].already_present is True
+    assert con.execute("SELECT count(*), any_value(kind), any_value(arch), any_value(compute_capability), "
+                       "any_value(device_name) FROM reports").fetchone() == (1, "static", "sm_100", "10.0", None)
+    assert con.execute("SELECT count(*), count(grid_x), count(duration_ns), min(num_metrics) "
+                       "FROM launches").fetchone() == (3, 0, 0, 0)
+    assert con.execute("SELECT count(*) FROM opcodes").fetchone() == (0,)  # nothing pretends to have run
+    assert con.execute("SELECT count(inst_executed), count(pcsamp_samples), count(*) > 100, "
+                       "bool_or(opcode = 'UTCHMMA'), bool_or(guard IS NOT NULL) FROM sass").fetchone() \
+        == (0, 0, True, True, True)
+
+
+@needs_nvcc
+def test_cu_file_is_compiled_and_ptxas_notes_are_kept(tmp_path):
+    src = tmp_path / "ws.cu"
+    # setmaxnreg without __launch_bounds__: ptxas ignores it (C7508).
+    src.write_text('extern "C" __global__ void k(int* o) {\n'
+                   '  if (threadIdx.x < 128) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");\n'
+                   '  o[threadIdx.x] = 1;\n}\n')
+    p = wsperf("inspect", src, "--arch", "sm_90a", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert any("C7508" in m for m in out["files"][0]["compiler_messages"])
+    (k,) = out["kernels"]
+    assert k["compiler"]["registers"] > 0 and k["compiler"]["spill_store_bytes"] == 0
+
+
+@needs_nvcc
+def test_cu_spills_reported_by_ptxas():
+    (k,) = _inspect_json(ROOT / "fixtures" / "src" / "blackwell" / "tcgen05.cu", "--arch", "sm_100a",
+                         "--kernel", "spill")
+    assert k["compiler"]["spill_store_bytes"] > 0 and _status(k, "register-spills") == "confirmed"
+
+
+def test_cu_without_nvcc_is_one_error(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text('__global__ void k() {}\n')
+    exe = shutil.which("wsperf", path=str(Path(sys.executable).parent)) or shutil.which("wsperf")
+    env = {k: v for k, v in os.environ.items() if k != "PATH"}
+    env["PATH"] = str(tmp_path)  # nothing there: no nvcc
+    p = subprocess.run([exe, "inspect", str(src)], capture_output=True, text=True, env=env, timeout=120)
+    assert_one_error_line(p, 2, "nvcc", "install the CUDA toolkit")
+
+
+def test_non_cuda_file_is_one_error():
+    assert_one_error_line(wsperf("inspect", ROOT / "README.md"), 2, "README.md", "no CUDA device code")
+
+
+def test_arch_not_in_file_is_one_error():
+    assert_one_error_line(wsperf("inspect", SM100, "--arch", "sm_90a"), 2, "sm_90a", "sm_100a")
