@@ -64,12 +64,14 @@ SELECT
         WHEN warp_specialized IS NULL THEN 'no_data'
         WHEN warp_specialized AND (coalesce(consumer_samples, 0) < $min_role_samples
                                    OR coalesce(producer_samples, 0) < $min_role_samples) THEN 'no_data'
-        WHEN warp_specialized AND consumer_wait_share >= $min_consumer_wait_share
-         AND producer_wait_share >= $min_producer_wait_share
-         AND coalesce(dram_pct, 0) < $max_dram_pct THEN 'confirmed'
-        WHEN warp_specialized THEN 'rejected'
-        WHEN loop_load_wait_share IS NULL THEN 'no_data'
-        WHEN loop_load_wait_share >= $min_loop_load_wait_share AND coalesce(dram_pct, 0) < $max_dram_pct THEN 'confirmed'
+        WHEN warp_specialized AND (consumer_wait_share < $min_consumer_wait_share
+                                   OR producer_wait_share < $min_producer_wait_share) THEN 'rejected'
+        WHEN NOT warp_specialized AND loop_load_wait_share IS NULL THEN 'no_data'
+        WHEN NOT warp_specialized AND loop_load_wait_share < $min_loop_load_wait_share THEN 'rejected'
+        -- The waits point at serialization; only a saturated memory system explains them
+        -- otherwise, and without the DRAM figure that cannot be ruled out.
+        WHEN dram_pct IS NULL THEN 'no_data'
+        WHEN dram_pct < $max_dram_pct THEN 'confirmed'
         ELSE 'rejected'
     END AS status,
     CASE
@@ -78,12 +80,18 @@ SELECT
         WHEN warp_specialized AND (coalesce(consumer_samples, 0) < $min_role_samples
                                    OR coalesce(producer_samples, 0) < $min_role_samples) THEN
             'too few PC samples per role: profile a longer launch'
-        WHEN warp_specialized THEN
-            printf('consumers wait for data %.0f%% and the producer for free slots %.0f%% of their samples, DRAM at %.0f%% of peak, %d mbarriers initialized',
-                   100 * consumer_wait_share, 100 * producer_wait_share, coalesce(dram_pct, 0), mbarrier_inits)
-        WHEN loop_load_wait_share IS NULL THEN 'no PC-sampling stall data in the report: collect --section SourceCounters (or --set full)'
-        ELSE printf('not warp-specialized; %.0f%% of samples wait on loaded data inside loops, DRAM at %.0f%% of peak',
-                    100 * loop_load_wait_share, coalesce(dram_pct, 0))
+        WHEN NOT warp_specialized AND loop_load_wait_share IS NULL THEN
+            'no PC-sampling stall data in the report: collect --section SourceCounters (or --set full)'
+        ELSE concat(
+            CASE WHEN warp_specialized
+                 THEN printf('consumers wait for data %.0f%% and the producer for free slots %.0f%% of their samples, %d mbarriers initialized',
+                             100 * consumer_wait_share, 100 * producer_wait_share, mbarrier_inits)
+                 ELSE printf('not warp-specialized; %.0f%% of samples wait on loaded data inside loops', 100 * loop_load_wait_share)
+            END,
+            CASE WHEN dram_pct IS NULL
+                 THEN '; DRAM throughput unknown: collect --section SpeedOfLight (or --metrics gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed)'
+                 ELSE printf(', DRAM at %.0f%% of peak', dram_pct)
+            END)
     END AS summary,
     warp_specialized,
     round(consumer_wait_share, 4) AS consumer_wait_share,
