@@ -39,12 +39,31 @@ from wsperf.collectors.process import Completed, run_bounded, save
 from wsperf.collectors.sanitizer import TOOLS, load_sanitizer_xml
 from wsperf.collectors.store import open_store
 
-# The sections the hypotheses and the launch summary read (queries/*.sql): launch shape
-# (LaunchStats), occupancy limits (Occupancy), duration, SM activity and DRAM throughput
-# (SpeedOfLight), executed opcodes (InstructionStats), per-PC SASS, executed counts and
-# PC-sampling stalls (SourceCounters), warp stall reasons (WarpStateStats). The smallest
-# set with every metric the catalogue names; `--set full` would add ~20 more passes.
-NCU_SECTIONS = ("LaunchStats", "Occupancy", "SpeedOfLight", "InstructionStats", "SourceCounters", "WarpStateStats")
+# What the hypotheses and the launch summary read (queries/*.sql), and no more: launch
+# shape (LaunchStats), occupancy limits (Occupancy), per-PC SASS, executed counts and
+# PC-sampling stalls (SourceCounters), plus the few figures of other sections the SQL
+# names: DRAM throughput and duration-level counters (SpeedOfLight's), SM activity, and
+# executed opcodes (InstructionStats'). On the H200 this is 5 replay passes for
+# ws_stream healthy against 38 for `--set full` (benchmarks/profile_passes.sh).
+NCU_SECTIONS = ("LaunchStats", "Occupancy", "SourceCounters")
+NCU_METRICS = (
+    "gpu__time_duration.sum",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__cycles_active.avg",
+    "sm__cycles_elapsed.avg",
+    "sass__inst_executed_per_opcode",
+    "smsp__inst_executed.sum",
+)
+
+
+def ncu_profile_args() -> list[str]:
+    """The ncu options that select what `wsperf collect` profiles."""
+    argv = []
+    for s in NCU_SECTIONS:
+        argv += ["--section", s]
+    return [*argv, "--metrics", ",".join(NCU_METRICS)]
+
+
 # ncu replays each kernel once per pass: the profile gets this many times --timeout.
 PROFILE_TIMEOUT_FACTOR = 4
 # The hang capture: at most this many resident blocks and warps per block in focus.
@@ -277,15 +296,13 @@ def _sanitize(st: _State, con, sanitizer: str) -> str:
 def _profile(st: _State, ncu: str) -> Path | None:
     out = st.root / "profile" / "report"
     out.parent.mkdir(exist_ok=True)
-    argv = [ncu]
-    for s in NCU_SECTIONS:
-        argv += ["--section", s]
+    argv = [ncu, *ncu_profile_args()]
     argv += ["--import-source", "yes", "--clock-control", "none", "-c", str(st.opts.launch_count)]
     if st.opts.kernel:
         argv += ["-k", f"regex:{st.opts.kernel}"]
     argv += ["-f", "-o", str(out.resolve()), "--", *st.argv]
     limit = st.opts.timeout * PROFILE_TIMEOUT_FACTOR
-    st.progress(f"profile: ncu {' '.join(f'--section {s}' for s in NCU_SECTIONS)} (limit {limit:g} s)")
+    st.progress(f"profile: ncu {' '.join(ncu_profile_args())} (limit {limit:g} s)")
     done = run_bounded(argv, timeout=limit)
     rep = out.with_suffix(".ncu-rep")
     st.record("profile", "ncu", done, "profile/ncu", outputs={"report": "profile/report.ncu-rep"} if rep.is_file()
