@@ -123,12 +123,7 @@ def analyze(
         if not results:
             what = f"matches --kernel {kernel!r}" if kernel else "was found"
             raise InputError(f"no kernel launch {what} in {len(reports)} report(s)")
-        if fmt is SummaryFormat.json:
-            sys.stdout.write(render.analyses_json(results) + "\n")
-        elif fmt is SummaryFormat.markdown:
-            sys.stdout.write(render.analyses_markdown(results))
-        else:
-            render.analyses_text(results, out)
+        _emit(fmt, results, render.analyses_text, render.analyses_json, render.analyses_markdown)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
