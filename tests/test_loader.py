@@ -219,8 +219,7 @@ def test_sass_rows_are_the_instructions_ncu_report_disassembles(store, ncu_actio
 def test_warp_specialized_gemm_sass_has_its_tensor_copy_and_barrier_instructions(store):
     con, results = store
     report = REPORTS / "gemm_wgmma_tma.ncu-rep"
-    if report not in results:
-        pytest.skip("fixture gemm_wgmma_tma.ncu-rep is absent")
+    assert report in results, "the committed fixture gemm_wgmma_tma.ncu-rep must load"
     rows = dict(con.execute(
         "SELECT opcode, list(DISTINCT opcode_full ORDER BY opcode_full) FROM sass JOIN launches USING (launch_id) "
         "WHERE report_id = ? GROUP BY opcode", [results[report].report_id]).fetchall())
