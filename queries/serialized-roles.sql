@@ -13,8 +13,10 @@ threshold:
   min_loop_load_wait_share: 0.50  # non-specialized: share of samples waiting on loads inside loops
   min_role_samples: 50
 measured: |
-  warp-specialized, confirmed: ws_stream_serialized (1 stage) consumer 0.145 / producer 0.533, DRAM 31.8%.
-  rejected: ws_stream_healthy (4 stages) 0.016 / 0.538; ws_stream_consumer 0.001 / 0.552;
+  warp-specialized, confirmed: ws_stream_serialized (1 stage, 3 CTAs/SM) consumer 0.145 / producer 0.533, DRAM 31.8%;
+            ws_stream_serialized1 (1 stage, 1 CTA/SM) 0.140 / 0.529, DRAM 12.6%.
+  rejected: ws_stream_healthy1 (4 stages, 1 CTA/SM: serialized1's control) 0.007 / 0.521;
+            ws_stream_healthy (4 stages) 0.016 / 0.538; ws_stream_consumer 0.001 / 0.552;
             ws_stream_spill 0.082 / 0.548; ws_stream_producer 0.874 / 0.001; gemm_wgmma_tma 0.057 / 0.761;
             gemm_wgmma_cpasync 0.218 / 0.047; torch_mm (cuBLAS) 0.010 / 0.004.
   not specialized: multi_launch reduce_sum (one load then one add per trip) 0.885 of samples wait on
