@@ -20,6 +20,7 @@ from wsperf.analyses.config import load_config
 from wsperf.analyses.correctness import correctness_report, deadlock_report, gather
 from wsperf.cli import render
 from wsperf.cli.inspect import inspect
+from wsperf.cli.worksheet import worksheet
 from wsperf.collectors import environment
 from wsperf.collectors.collect import CollectError, Options as CollectOptions, collect as run_collect
 from wsperf.collectors.sanitizer import TOOLS as SANITIZER_TOOLS
@@ -235,6 +236,7 @@ def doctor(
 
 
 app.command()(inspect)
+app.command()(worksheet)
 
 
 def main() -> None:  # pragma: no cover - console-script shim

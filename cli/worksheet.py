@@ -1,0 +1,71 @@
+"""`wsperf worksheet`: the handoff worksheet from PTX, without a GPU. Registered on the
+app in cli/main.py; its error boundary is main's (imported when it runs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from wsperf.analyses.worksheet import Worksheet, worksheet as build
+
+
+class Format(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def worksheet(
+    paths: list[Path] = typer.Argument(..., help=".ptx files, .cu files (nvcc -ptx for --arch), or binaries / "
+                                       "cubins / fatbins with embedded PTX (cuobjdump -ptx).", show_default=False),
+    arch: Optional[str] = typer.Option(None, "--arch", "-a", help="Architecture, e.g. sm_90a or sm_100a. Default: "
+                                       "sm_90a for .cu files; every embedded PTX module otherwise."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only kernels whose name matches this regular "
+                                         "expression."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text, json or markdown."),
+) -> None:
+    """Print, per kernel, the handoff worksheet read from PTX: roles, shared and tensor
+    memory, every mbarrier (init count, who arrives, who waits), fences, lifetimes, and
+    the mistakes visible statically (flags 1-5), each marked evidence or assumption."""
+    from wsperf.cli.main import error_boundary
+
+    with error_boundary():
+        ws = build(paths, arch=arch, kernel=kernel)
+        if fmt is Format.json:
+            sys.stdout.write(json.dumps(dataclasses.asdict(ws), indent=2, default=str) + "\n")
+        else:
+            sys.stdout.write(render(ws, markdown=fmt is Format.markdown))
+
+
+def render(ws: Worksheet, markdown: bool = False) -> str:
+    h1, h2, li = ("## ", "### ", "- ") if markdown else ("", "  ", "    ")
+    out: list[str] = []
+    for k in ws.kernels:
+        out.append(f"{h1}{k.kernel}  ({k.source}, {k.target}, {k.threads or '?'} threads)")
+        out.append(f"{h2}flags: " + ("none" if not k.flags else str(len(k.flags))))
+        out += [f"{li}[{f.code} {f.name}] ({f.basis}) {f.text}" for f in k.flags]
+        for title, items in (("roles", k.roles), ("storage", k.storage), ("fences", k.fences),
+                             ("lifetime", k.lifetime), ("assumptions", k.notes)):
+            if items:
+                out.append(f"{h2}{title}")
+                out += [f"{li}({i.basis}) {i.text}" for i in items]
+        out.append(f"{h2}handoffs")
+        for b in k.barriers:
+            counts = sorted({c for _, c in b.inits}, key=str)
+            out.append(f"{li}mbarrier {b.name}: init count {', '.join(map(str, counts)) or 'not seen'} "
+                       f"({len(b.inits)} init(s))")
+            for a in b.arrivers:
+                tx = f", tx {a.tx_bytes}" if a.tx_bytes else ""
+                out.append(f"{li}  arrive: {a.kind} by {a.site.role}, {a.site.threads} thread(s), "
+                           f"{a.arrivals} arrival(s){tx} [line {a.site.line}, {a.site.address}]")
+            for w in b.waiters:
+                out.append(f"{li}  wait: {w.site.instruction.split('.shared')[0]} by {w.site.role}, "
+                           f"{w.site.threads} thread(s), parity {w.parity} [line {w.site.line}]")
+        out.append("")
+    return "\n".join(out) + "\n"
