@@ -4,7 +4,6 @@ main imports this module)."""
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Optional
 
@@ -13,12 +12,7 @@ import typer
 from wsperf.analyses.static import inspect as run_inspect
 from wsperf.cli import render
 from wsperf.collectors.store import open_store
-
-
-class Format(str, enum.Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
+from wsperf.cli.render import OutputFormat as Format
 
 
 def inspect(

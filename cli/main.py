@@ -19,6 +19,7 @@ from wsperf.analyses.analyze import analyze as run_analysis, prepare
 from wsperf.analyses.config import load_config
 from wsperf.analyses.correctness import correctness_report, deadlock_report, gather
 from wsperf.cli import render
+from wsperf.cli.render import OutputFormat as SummaryFormat
 from wsperf.cli.inspect import inspect
 from wsperf.cli.worksheet import worksheet
 from wsperf.collectors import environment
@@ -40,12 +41,6 @@ app = typer.Typer(
 # Piped output (CI logs, files) is read in wide windows: do not wrap it at 80 columns.
 out = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False)
-
-
-class SummaryFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
 
 
 class TableFormat(str, enum.Enum):

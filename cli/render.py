@@ -79,6 +79,14 @@ def _families_line(s: LaunchSummary) -> list[tuple[str, str]]:
     ]
 
 
+class OutputFormat(str, enum.Enum):
+    """What a command prints: a terminal table, JSON for machines, Markdown for PRs."""
+
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
 _STATUS_STYLE = {"confirmed": "bold red", "rejected": "green", "no_data": "yellow"}
 
 

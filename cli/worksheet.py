@@ -4,7 +4,6 @@ app in cli/main.py; its error boundary is main's (imported when it runs)."""
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 import sys
 from pathlib import Path
@@ -13,12 +12,7 @@ from typing import Optional
 import typer
 
 from wsperf.analyses.worksheet import Worksheet, worksheet as build
-
-
-class Format(str, enum.Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
+from wsperf.cli.render import OutputFormat as Format
 
 
 def worksheet(
