@@ -348,7 +348,7 @@ def correctness_markdown(rep: Any) -> str:
                 for s in g.sites]
         out += ["", "| item | basis | says |", "| --- | --- | --- |"]
         out += [f"| {i.aspect} | {i.basis.value} | {md(i.text)} |" for i in g.worksheet]
-    out += [f"", *[f"- also: {md(m)}" for m in rep.other_errors]]
+    out += ["", *[f"- also: {md(m)}" for m in rep.other_errors]]
     return "\n".join(out) + "\n"
 
 

@@ -129,20 +129,28 @@ def _run(argv: list[str], timeout: float, what: str) -> subprocess.CompletedProc
         raise ToolError(f"{what}: cannot run {argv[0]} ({e.strerror or e})") from None
 
 
-def compile_cu(src: Path, arch: str, out_dir: Path) -> tuple[Path, list[str]]:
-    """Compile `src` to a cubin for `arch` with `-Xptxas -v`; the cubin and ptxas' lines."""
+def run_nvcc(src: Path, arch: str, mode: list[str], out: Path, needs: str, instead: str) -> list[str]:
+    """Compile `src` for `arch` with the extra `mode` options into `out`; nvcc's and
+    ptxas' output lines. No nvcc: a ToolError saying what `needs` it and what to give
+    `instead`; a failed compile: an InputError with nvcc's first error lines."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
-        raise ToolError(f"{src}: compiling a .cu file needs nvcc, which is not on PATH: install the CUDA toolkit "
-                        "(12.8 or newer for sm_100a) and put its bin/ on PATH, or give a compiled binary or .cubin")
-    cubin = out_dir / (src.stem + f".{arch}.cubin")
-    proc = _run([nvcc, f"-arch={arch}", "-cubin", "-O3", "-Xptxas", "-v", "-o", str(cubin), str(src)],
-                COMPILE_TIMEOUT_S, str(src))
+        raise ToolError(f"{src}: {needs} needs nvcc, which is not on PATH: install the CUDA toolkit "
+                        f"(12.8 or newer for sm_100a) and put its bin/ on PATH, or give {instead}")
+    proc = _run([nvcc, f"-arch={arch}", *mode, "-o", str(out), str(src)], COMPILE_TIMEOUT_S, str(src))
     lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-    if proc.returncode != 0 or not cubin.exists():
+    if proc.returncode != 0 or not out.exists():
         errors = [ln for ln in lines if "error" in ln.lower()] or lines
-        raise InputError(f"{src}: nvcc -arch={arch} failed (exit {proc.returncode}): "
-                         + " | ".join(errors[:3])[:600])
+        flags = " ".join([f"-arch={arch}", *(m for m in mode if m == "-ptx")])
+        raise InputError(f"{src}: nvcc {flags} failed (exit {proc.returncode}): " + " | ".join(errors[:3])[:600])
+    return lines
+
+
+def compile_cu(src: Path, arch: str, out_dir: Path) -> tuple[Path, list[str]]:
+    """Compile `src` to a cubin for `arch` with `-Xptxas -v`; the cubin and ptxas' lines."""
+    cubin = out_dir / (src.stem + f".{arch}.cubin")
+    lines = run_nvcc(src, arch, ["-cubin", "-O3", "-Xptxas", "-v"], cubin, "compiling a .cu file",
+                     "a compiled binary or .cubin")
     return cubin, lines
 
 

@@ -21,12 +21,11 @@ The PTX comes from a `.ptx` file, from `nvcc -ptx` on a `.cu` file, or from
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wsperf.collectors.disasm import COMPILE_TIMEOUT_S, DEFAULT_CU_ARCH, TOOL_TIMEOUT_S, ToolError, _run, find_tool
+from wsperf.collectors.disasm import DEFAULT_CU_ARCH, TOOL_TIMEOUT_S, _run, find_tool, run_nvcc
 from wsperf.collectors.errors import InputError
 
 _COMMENT = re.compile(r"//.*?$|/\*.*?\*/", re.S | re.M)
@@ -237,18 +236,9 @@ def read_ptx(path: Path, arch: str | None = None) -> list[tuple[str, str]]:
 
 
 def compile_ptx(src: Path, arch: str) -> str:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise ToolError(f"{src}: reading a .cu file needs nvcc, which is not on PATH: install the CUDA toolkit "
-                        "(12.8 or newer for sm_100a) and put its bin/ on PATH, or give a .ptx file")
     with tempfile.TemporaryDirectory(prefix="wsperf-ptx-") as tmp:
         out = Path(tmp) / (src.stem + ".ptx")
-        proc = _run([nvcc, f"-arch={arch}", "-ptx", "-O3", "-o", str(out), str(src)], COMPILE_TIMEOUT_S, str(src))
-        if proc.returncode != 0 or not out.exists():
-            lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-            errors = [ln for ln in lines if "error" in ln.lower()] or lines
-            raise InputError(f"{src}: nvcc -arch={arch} -ptx failed (exit {proc.returncode}): "
-                             + " | ".join(errors[:3])[:600])
+        run_nvcc(src, arch, ["-ptx", "-O3"], out, "reading a .cu file", "a .ptx file")
         return out.read_text()
 
 
