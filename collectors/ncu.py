@@ -95,18 +95,20 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
     from wsperf.collectors.store import TABLES, transaction  # the reader processes never need DuckDB
 
     p = Path(path)
-    digest, size = _hash_file(p)
-    # fetchall, not fetchone: DuckDB refuses other work on a connection whose result
-    # was not read to the end.
-    found = con.execute("SELECT report_id, num_launches FROM reports WHERE sha256 = ?", [digest]).fetchall()
-    if found:
-        report_id, launches = found[0]
-        if progress is not None:
-            progress(launches, launches, f"{p.name}: already loaded")
-        return LoadResult(report_id, p, digest, launches, True, {t: 0 for t in TABLES})
-
     with tempfile.TemporaryDirectory(prefix="wsperf-ncu-") as tmp:
-        metas = _pool().read(p, Path(tmp), _reader_count(size), timeout_s, progress)
+        # A gzip-compressed report (CI artifacts often are; the compare fixtures are) is
+        # read from a decompressed copy; its identity is that of the report inside.
+        src = _gunzip(p, Path(tmp) / "report.ncu-rep") if _is_gzip(p) else p
+        digest, size = _hash_file(src)
+        # fetchall, not fetchone: DuckDB refuses other work on a connection whose result
+        # was not read to the end.
+        found = con.execute("SELECT report_id, num_launches FROM reports WHERE sha256 = ?", [digest]).fetchall()
+        if found:
+            report_id, launches = found[0]
+            if progress is not None:
+                progress(launches, launches, f"{p.name}: already loaded")
+            return LoadResult(report_id, p, digest, launches, True, {t: 0 for t in TABLES})
+        metas = _pool().read(src, Path(tmp), _reader_count(size), timeout_s, progress, shown=p)
         staged = _staged_tables(Path(tmp), len(metas))
         report = _report_row(p.resolve(), digest, size, metas)
         with transaction(con, f"report {p}"):
@@ -165,6 +167,39 @@ _INSERTS = (
     ("ncu_rules", "INSERT INTO ncu_rules BY NAME SELECT * EXCLUDE (launch_idx), launch_idx + $base AS launch_id "
                   "FROM _wsperf_ncu_rules"),
 )
+
+
+# A compressed report expands to at most this much (a decompression bomb is refused).
+MAX_GUNZIP_BYTES = 8 << 30
+
+
+def _is_gzip(p: Path) -> bool:
+    try:
+        with open(p, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False  # _hash_file says what is wrong with the path
+
+
+def _gunzip(p: Path, dest: Path) -> Path:
+    """Decompress the gzip file `p` to `dest`, refusing damaged or oversized input."""
+    import gzip
+    import zlib
+
+    written = 0
+    try:
+        with gzip.open(p, "rb") as f, open(dest, "wb") as out:
+            while chunk := f.read(1 << 20):
+                written += len(chunk)
+                if written > MAX_GUNZIP_BYTES:
+                    raise ReportError(f"{p}: expands to more than {MAX_GUNZIP_BYTES >> 30} GiB; "
+                                      "not a plausible compressed report")
+                out.write(chunk)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ReportError(f"{p}: is a damaged or truncated gzip file ({e}); copy the report again") from None
+    except OSError as e:
+        raise ReportError(f"{p}: cannot decompress it ({e.strerror or e})") from None
+    return dest
 
 
 def _hash_file(p: Path) -> tuple[str, int]:
@@ -275,12 +310,14 @@ class _ReaderPool:
         self.dir: Path | None = None
         self.spawned = 0
 
-    def read(self, p: Path, out: Path, n: int, timeout_s: float, progress: Progress | None) -> list[dict]:
-        """Have `n` readers read report `p` into `out`; their metadata, by reader."""
+    def read(self, p: Path, out: Path, n: int, timeout_s: float, progress: Progress | None, *,
+             shown: Path | None = None) -> list[dict]:
+        """Have `n` readers read report `p` into `out`; their metadata, by reader.
+        Messages name `shown` (the path the user gave) when `p` is a decompressed copy."""
         with self.lock:
             workers = self._take(n)
             try:
-                return self._run(workers, p, out, timeout_s, progress)
+                return self._run(workers, p, out, timeout_s, progress, shown or p)
             finally:
                 # Whoever finished cleanly goes back; the rest are stopped (crashed,
                 # hung, or interrupted mid-task and so out of step with us).
@@ -305,11 +342,12 @@ class _ReaderPool:
             taken.append(_Worker(self.dir / f"reader-{self.spawned}.stderr", self.events))  # type: ignore[operator]
         return taken
 
-    def _run(self, workers: list[_Worker], p: Path, out: Path, timeout_s: float, progress: Progress | None) -> list[dict]:
+    def _run(self, workers: list[_Worker], src: Path, out: Path, timeout_s: float, progress: Progress | None,
+             p: Path) -> list[dict]:
         for i, w in enumerate(workers):
             # The reader may not share our working directory for long: an absolute path
             # to open, and the path as given for its messages.
-            w.send({"open": str(p.resolve()), "name": str(p), "out": str(out), "reader": i,
+            w.send({"open": str(src.resolve()), "name": str(p), "out": str(out), "reader": i,
                     "readers": len(workers)}, "opening")
         index = {id(w): i for i, w in enumerate(workers)}
         metas: list[dict | None] = [None] * len(workers)

@@ -457,3 +457,34 @@ def test_packaged_queries_are_read_by_name():
     for bad in ("no_such_query", "../collectors/ncu", "schema"):
         with pytest.raises(QueryError):
             read_query(bad)
+
+
+# -- gzip-compressed reports ---------------------------------------------------------
+
+
+def test_gzip_report_is_the_report_inside(tmp_path):
+    """A .ncu-rep.gz (how CI artifacts and the compare fixtures are stored) loads as the
+    report it holds: same identity, same rows, messages name the path given."""
+    import gzip
+
+    plain = BY_SIZE[0]
+    packed = tmp_path / (plain.name + ".gz")
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    con = open_store()
+    a = load_report(con, packed)
+    assert a.sha256 == hashlib.sha256(plain.read_bytes()).hexdigest()
+    assert not a.already_present and a.launches >= 1
+    b = load_report(con, plain)
+    assert b.already_present and b.report_id == a.report_id
+
+    before = table_counts(con)
+    cut = tmp_path / "cut.ncu-rep.gz"
+    cut.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    with pytest.raises(ReportError, match=r"cut\.ncu-rep\.gz: is a damaged or truncated gzip file"):
+        load_report(con, cut)
+    inner = tmp_path / "inner.ncu-rep.gz"  # a valid gzip stream around a truncated report
+    inner.write_bytes(gzip.compress(plain.read_bytes()[: plain.stat().st_size // 3]))
+    with pytest.raises(ReportError) as e:
+        load_report(con, inner)
+    assert str(e.value).startswith(str(inner)) and "wsperf-ncu-" not in str(e.value)
+    assert table_counts(con) == before
