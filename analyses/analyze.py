@@ -3,6 +3,11 @@
 Loading is the caller's business (the CLI loads with progress); this module derives the
 role tables for launches that lack them, runs the hypothesis catalogue and bundles the
 results per launch. Nothing here draws or prints.
+
+On a store with history (`--db` with many runs), the caller names the launches it asks
+about (`launch_ids`, e.g. `launch_ids_of_reports` of the reports it just loaded): the
+summaries and the hypothesis queries then read only those launches' rows, not the year
+of runs beside them (benchmarks/bench_history.py measures the difference).
 """
 
 from __future__ import annotations
@@ -31,6 +36,15 @@ class RoleStats:
 
 
 @dataclass(frozen=True)
+class Utilization:
+    """One speed-of-light figure of a launch, in percent of the hardware's peak."""
+
+    label: str  # e.g. 'DRAM throughput'
+    source: str  # the ncu metric or `launches` column it comes from
+    pct: float
+
+
+@dataclass(frozen=True)
 class KernelAnalysis:
     """Everything `wsperf analyze` says about one launch."""
 
@@ -38,11 +52,19 @@ class KernelAnalysis:
     warp_specialized: bool | None  # None: the report has no SASS-level data
     roles: tuple[RoleStats, ...]
     findings: tuple[Finding, ...]
+    utilization: tuple[Utilization, ...] = ()  # what the report holds of _UTILIZATION, in that order
 
 
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Derive the role tables for every loaded launch that lacks them."""
     build_roles(con)
+
+
+def launch_ids_of_reports(con: duckdb.DuckDBPyConnection, report_ids: Iterable[int]) -> list[int]:
+    """The launches of the given reports, in id order."""
+    return [r[0] for r in con.execute(
+        "SELECT launch_id FROM launches WHERE list_contains($r, report_id) ORDER BY launch_id",
+        {"r": sorted(set(report_ids))}).fetchall()]
 
 
 def _roles(con: duckdb.DuckDBPyConnection, ids: list[int]) -> dict[int, list[RoleStats]]:
@@ -66,15 +88,54 @@ def _roles(con: duckdb.DuckDBPyConnection, ids: list[int]) -> dict[int, list[Rol
     return out
 
 
+# The speed-of-light figures charts show, as Nsight Compute's GPU Speed Of Light and
+# Occupancy sections name them; a report lacking a metric (fewer sections) lacks the row.
+_UTILIZATION = """
+WITH want(ord, label, source) AS (VALUES
+    (0, 'Compute (SM) throughput', 'sm__throughput.avg.pct_of_peak_sustained_elapsed'),
+    (1, 'Memory throughput', 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed'),
+    (2, 'DRAM throughput', 'gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed'),
+    (3, 'L1/TEX throughput', 'l1tex__throughput.avg.pct_of_peak_sustained_active'),
+    (4, 'L2 throughput', 'lts__throughput.avg.pct_of_peak_sustained_elapsed'),
+    (5, 'Tensor pipe active', 'sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed')),
+figures AS (
+    SELECT m.launch_id, w.ord, w.label, w.source, m.value_double AS pct
+    FROM metrics AS m JOIN want AS w ON m.name = w.source AND m.instance IS NULL
+    UNION ALL
+    -- SM active: cycles with at least one warp resident over elapsed cycles, per SM on average
+    SELECT a.launch_id, 6, 'SM active cycles', 'sm__cycles_active.avg / sm__cycles_elapsed.avg',
+           100 * a.value_double / nullif(e.value_double, 0)
+    FROM metrics AS a JOIN metrics AS e ON e.launch_id = a.launch_id AND e.name = 'sm__cycles_elapsed.avg'
+                                           AND e.instance IS NULL
+    WHERE a.name = 'sm__cycles_active.avg' AND a.instance IS NULL
+    UNION ALL
+    SELECT launch_id, 7, 'Theoretical occupancy', 'theoretical_occupancy_pct', theoretical_occupancy_pct FROM launches
+    UNION ALL
+    SELECT launch_id, 8, 'Achieved occupancy', 'achieved_occupancy_pct', achieved_occupancy_pct FROM launches)
+SELECT launch_id, label, source, pct FROM figures
+WHERE list_contains($ids, launch_id) AND pct IS NOT NULL AND NOT isnan(pct)
+ORDER BY launch_id, ord
+"""
+
+
+def _utilization(con: duckdb.DuckDBPyConnection, ids: list[int]) -> dict[int, list[Utilization]]:
+    out: dict[int, list[Utilization]] = {}
+    for lid, label, source, pct in con.execute(_UTILIZATION, {"ids": ids}).fetchall():
+        out.setdefault(lid, []).append(Utilization(label, source, pct))
+    return out
+
+
 def analyze(
     con: duckdb.DuckDBPyConnection,
     kernel: str | None = None,
     expect: Iterable[str] = (),
     thresholds: dict[str, dict[str, Any]] | None = None,
+    launch_ids: Iterable[int] | None = None,
 ) -> list[KernelAnalysis]:
-    """Summaries, roles and verdicts of every loaded launch matching `kernel`."""
+    """Summaries, roles and verdicts of the launches matching `kernel`: among
+    `launch_ids` when given, else every launch in the store."""
     prepare(con)
-    summaries = summarize(con, kernel)
+    summaries = summarize(con, kernel, launch_ids)
     ids = [s.launch_id for s in summaries]
     if not ids:
         return []
@@ -82,7 +143,9 @@ def analyze(
     roles = _roles(con, ids)
     ws = dict(con.execute("SELECT launch_id, warp_specialized FROM warp_specialization WHERE list_contains($ids, launch_id)",
                           {"ids": ids}).fetchall())
+    util = _utilization(con, ids)
     return [
-        KernelAnalysis(s, ws.get(s.launch_id), tuple(roles.get(s.launch_id, [])), verdicts[s.launch_id].findings)
+        KernelAnalysis(s, ws.get(s.launch_id), tuple(roles.get(s.launch_id, [])), verdicts[s.launch_id].findings,
+                       tuple(util.get(s.launch_id, [])))
         for s in summaries
     ]

@@ -6,6 +6,13 @@ query as `$name`), measured (the fixture values the thresholds were chosen from)
 remedy. The query returns exactly one row per launch with `launch_id`, `status`
 (confirmed / rejected / no_data), `summary`, and any further columns: those are the
 evidence, shown beside the verdict.
+
+Which launches: `evaluate` fills the temporary table `_wsperf_ids (launch_id)` with the
+launches asked about, and every query restricts its scans to them (`launch_id IN (SELECT
+launch_id FROM _wsperf_ids)` on `launches` and on each large table it reads). A store
+with a year of runs thus costs a query what the new report costs, not what the year
+costs (benchmarks/bench_history.py). A table, not a `$param`: the `$params` of a query
+are its thresholds (the catalogue test holds them equal).
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ from wsperf.queries import query_names, read_query
 _HEADER = re.compile(r"\A\s*/\*(.*?)\*/", re.S)
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 REQUIRED_KEYS = ("id", "question", "evidence", "threshold", "remedy")
+
+# The temporary table the queries read the requested launch ids from.
+IDS_TABLE = "_wsperf_ids"
 
 # What a user can ask to be present (`--expect`): each maps to the families that meet it.
 EXPECTATIONS = ("tma", "tensor-core", "wgmma", "tcgen05", "setmaxnreg", "warp-specialized")
@@ -145,6 +155,8 @@ def evaluate(
     expect = check_expectations(expect)
     overrides = thresholds or {}
     by_launch: dict[int, list[Finding]] = {lid: [] for lid in launch_ids}
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
+                {"ids": sorted(by_launch)})
     for h in catalogue():
         values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
         params = {k: v for k, v in values.items() if k in h.params}

@@ -8,6 +8,7 @@ their verdicts beside it. Arithmetic and grouping happen in SQL (`launches.sql`,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import duckdb
 
@@ -95,11 +96,13 @@ class LaunchSummary:
     ncu_rules: tuple[NcuRule, ...] = field(default=())
 
 
-def summarize(con: duckdb.DuckDBPyConnection, kernel: str | None = None) -> list[LaunchSummary]:
-    """Summaries of every launch in the store, optionally those whose demangled or
-    mangled name matches the regular expression `kernel` (a bound parameter, never
-    spliced into SQL)."""
-    rows = con.execute(read_query("launches.sql"), {"kernel": kernel}).fetchall()
+def summarize(con: duckdb.DuckDBPyConnection, kernel: str | None = None,
+              launch_ids: Iterable[int] | None = None) -> list[LaunchSummary]:
+    """Summaries of the launches `launch_ids` (default: every launch in the store),
+    optionally those whose demangled or mangled name matches the regular expression
+    `kernel` (a bound parameter, never spliced into SQL)."""
+    ids = None if launch_ids is None else sorted(set(launch_ids))
+    rows = con.execute(read_query("launches.sql"), {"kernel": kernel, "ids": ids}).fetchall()
     cols = [d[0] for d in con.description]
     launches = [dict(zip(cols, r)) for r in rows]
     if not launches:

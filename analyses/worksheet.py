@@ -12,8 +12,21 @@ the block (.reqntid, else .maxntid, x only). A conditional branch on such a pred
 splits the control-flow graph: blocks reachable only through its taken edge run for the
 threads where it holds, blocks reachable only through the fall-through for the others.
 A condition that is a union of whole warps makes a role; a thread/lane condition (tid ==
-0, lane == 0, elect.sync, taken as lane 0 of each warp) narrows who executes. Branches
-on anything else are taken as not splitting the block's threads (assumption, counted).
+0, lane == 0, elect.sync) narrows who executes. `elect.sync` with membermask 0xffffffff
+sets its predicate in exactly one lane of the warp (counted as lane 0); with another
+mask that is an assumption. A predicate that and/or-combines such a condition with a
+value not derived from %tid.x (`lane != 0 || n < 1`) splits by the thread part. Other
+branches are taken as not splitting the block's threads (assumption, counted). Calls to
+`.func` bodies arrive here already expanded in place (collectors/ptx.py).
+
+How barriers are told apart: shared addresses are evaluated to a symbol plus the set of
+byte offsets they can take: constants, ring indices bounded by a mask (`(k & 3) << 3`),
+and pointers stepped by a loop whose trip count a counter bounds; a dynamic buffer
+aligned up (`(smem + 1023) & -1024`) is a base of its own. Each (symbol, offset)
+that an mbarrier.init initializes is a barrier, so `full[s]` and `empty[s]` in one
+struct, or `bars[2*s]` and `bars[2*s+1]`, stay apart whenever their offsets do; an
+address whose index the PTX does not decide is taken as any barrier of its symbol, and
+the sheet says so.
 """
 
 from __future__ import annotations
@@ -27,7 +40,11 @@ from wsperf.analyses.correctness import Basis, Item
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.ptx import Entry, Stmt, parse, read_ptx
 
-Fn = Callable[[int], int]
+Fn = Callable[[int], "int | None"]
+# (symbol or None for a plain number, the byte offsets / values it can take or None when
+# the index is not derived); None: nothing known
+Val = "tuple[str | None, frozenset[int] | None] | None"
+_MAX_VALUES = 256
 
 _BAR0 = re.compile(r"^(bar|barrier)\.(sync|cta\.sync|aligned\.sync|cta\.aligned\.sync)?")
 _ARRIVE = ("mbarrier.arrive", "mbarrier.arrive_drop")
@@ -42,7 +59,8 @@ class Site:
     instruction: str
     role: str
     threads: int | None  # how many threads of the CTA execute it (None: not derived)
-    address: str = ""  # the mbarrier operand, resolved: symbol[+offset], [+?] when not constant
+    address: str = ""  # the mbarrier operand, resolved: symbol[+offset], symbol+{a,b,..}, symbol[+?]
+    via: int = 0  # inside a called .func: the kernel's line that calls it (0: the kernel's own code)
 
 
 @dataclass(frozen=True)
@@ -61,11 +79,13 @@ class Wait:
 
 @dataclass(frozen=True)
 class Barrier:
-    name: str  # symbol[+offset], or the address expression
+    name: str  # symbol (all of its barriers), symbol+offset / symbol+{offsets}, or the address expression
     inits: tuple[tuple[Site, int | None], ...]  # (site, count)
     arrivers: tuple[Arrive, ...]
     waiters: tuple[Wait, ...]
     invals: tuple[Site, ...]
+    slots: tuple[int, ...] = ()  # byte offsets of the barriers in this group, from the symbol
+    decided: bool = True  # False: some operation's slot is not decided by the PTX
 
 
 @dataclass(frozen=True)
@@ -138,16 +158,23 @@ class _Kernel:
             self.notes.append(Item("threads", f"thread counts assume the block has .maxntid = {self.n} threads",
                                    Basis.ASSUMPTION))
         self.defs: dict[str, list[Stmt]] = {}
-        for s in self.stmts:
+        self.index: dict[int, int] = {}  # id(stmt) -> its index in self.stmts
+        for i, s in enumerate(self.stmts):
+            self.index[id(s)] = i
             d = _dest(s)
             if d:
                 self.defs.setdefault(d, []).append(s)
-        self.used_elect = False
+        self.elect: dict[int, bool] = {}  # line of each elect.sync read -> its membermask is all 32 lanes
+        self._vals: dict[str, Val] = {}
+        self._busy: set[str] = set()
         self._blocks()
         self._populations()
 
     # ---- values derived from %tid.x ----
     def value(self, op: str, depth: int = 0) -> Fn | None:
+        """t -> the value of `op` in thread t, for values computed from %tid.x and constants.
+        A predicate combined by and/or with a value not derived from %tid.x (uniform: a
+        kernel argument, a loop bound) gives None for the threads it leaves undecided."""
         op = op.strip()
         if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
             c = int(op, 0)
@@ -164,18 +191,25 @@ class _Kernel:
             return None
         s = ds[0]
         base = s.opcode.split(".")[0]
-        args = [self.value(a, depth + 1) for a in s.operands[1:]]
         if base == "elect":
-            self.used_elect = True
+            mask = s.operands[1] if len(s.operands) > 1 else ""
+            self.elect[s.line] = mask.lower() in ("0xffffffff", "-1", "4294967295")
             return lambda t: int(t % 32 == 0)
+        args = [self.value(a, depth + 1) for a in s.operands[1:]]
         if base in ("mov", "cvt") and len(args) == 1:
             return args[0]
         if base == "selp" and len(args) == 3 and all(args):
             a, b, c = args
-            return lambda t: a(t) if c(t) else b(t)
+            return lambda t: (None if (x := c(t)) is None else a(t) if x else b(t))
         if base == "not" and s.opcode.endswith("pred") and args and args[0]:
             a = args[0]
-            return lambda t: int(not a(t))
+            return lambda t: None if (x := a(t)) is None else int(not x)
+        if base in ("and", "or") and s.opcode.endswith("pred") and len(args) == 2 and any(args):
+            a = args[0] or args[1]
+            if not all(args):  # the other side is uniform: it decides nothing per thread
+                if base == "or":
+                    return lambda t: 1 if a(t) else None
+                return lambda t: None if a(t) else 0
         if base == "setp" and len(args) == 2 and all(args):
             cmp = s.opcode.split(".")[1]
             a, b = args
@@ -185,7 +219,7 @@ class _Kernel:
                  "hs": lambda x, y: x >= y}.get(cmp)
             if f is None:
                 return None
-            return lambda t: int(f(a(t), b(t)))
+            return lambda t: None if (x := a(t)) is None or (y := b(t)) is None else int(f(x, y))
         ops2 = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "shr": lambda x, y: x >> y,
                 "shl": lambda x, y: x << y, "and": lambda x, y: x & y, "or": lambda x, y: x | y,
                 "div": lambda x, y: x // y if y else 0, "rem": lambda x, y: x % y if y else 0,
@@ -195,36 +229,149 @@ class _Kernel:
         if base in ops2 and len(args) == 2 and all(args):
             a, b = args
             g = ops2[base]
-            return lambda t: g(a(t), b(t))
+            return lambda t: None if (x := a(t)) is None or (y := b(t)) is None else g(x, y)
         return None
 
-    def address(self, op: str, depth: int = 0) -> tuple[str | None, int | None]:
-        """(symbol, byte offset or None when not constant) of a shared address operand."""
-        op = op.strip().strip("[]")
+    # ---- shared-memory addresses ----
+    def vals(self, op: str, depth: int = 0) -> Val:
+        """(symbol or None, the values `op` can take) for a shared address or an integer
+        computed from symbols and constants; None when not derived. A ring index such as
+        `(k & 3) << 3` gives its few possible values, an address stepped through an array
+        by a loop gives one value per trip when the trip count is bounded by a counter
+        (nvcc's remainder loops)."""
+        op = op.strip()
+        if op.startswith("[") and op.endswith("]"):
+            op = op[1:-1].strip()
         m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
         if m:
-            sym, off = self.address(m.group(1), depth)
-            return sym, None if off is None else off + int(m.group(2))
-        if not op.startswith("%"):
-            return (op, 0) if re.fullmatch(r"[\w$.]+", op) else (None, None)
-        ds = self.defs.get(op)
-        if depth > 16 or not ds or len(ds) != 1:
-            return None, None
-        s = ds[0]
+            return _shift(self.vals(m.group(1), depth), int(m.group(2)))
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
+            return None, frozenset({int(op, 0)})
+        if op not in self.defs:
+            # a symbol; a register never defined (or one the parser scoped: name$sN) is not
+            if op.startswith("%") or not re.fullmatch(r"[A-Za-z_$][\w$.]*", op) or re.search(r"\$[sc]\d", op):
+                return None
+            return op, frozenset({0})
+        if op in self._vals:
+            return self._vals[op]
+        if op in self._busy or depth > 32:
+            return None
+        self._busy.add(op)
+        try:
+            ds = self.defs[op]
+            loop = [s for s in ds if op in s.operands[1:]]
+            init = [self._val_def(s, depth + 1) for s in ds if s not in loop]
+            res = _union(init) if init else None
+            if res is not None and loop:
+                ind = self._induction(op, res, loop, depth) if res[1] is not None else None
+                res = ind if ind is not None else (res[0], None) if res[0] else None
+        finally:
+            self._busy.discard(op)
+        self._vals[op] = res
+        return res
+
+    def _val_def(self, s: Stmt, depth: int) -> Val:
         base = s.opcode.split(".")[0]
-        if base in ("mov", "cvta", "cvt") and len(s.operands) == 2:
-            return self.address(s.operands[1], depth + 1)
-        if base == "add" and len(s.operands) == 3:
-            a, b = s.operands[1], s.operands[2]
-            for x, y in ((a, b), (b, a)):
-                sym, off = self.address(x, depth + 1)
-                if sym is not None:
-                    c = self.value(y)
-                    const = None
-                    if c is not None and y.lstrip("-").isdigit():
-                        const = int(y)
-                    return sym, (off + const) if (off is not None and const is not None) else None
-        return None, None
+        ops = s.operands[1:]
+        if base in ("mov", "cvt", "cvta") and len(ops) == 1:
+            return self.vals(ops[0], depth)
+        if base == "selp" and len(ops) == 3:
+            return _union([self.vals(ops[0], depth), self.vals(ops[1], depth)])
+        if base in ("neg", "not") and len(ops) == 1:
+            v = self.vals(ops[0], depth)
+            if v is None or v[0] is not None or v[1] is None:
+                return None
+            return None, frozenset((-x if base == "neg" else ~x) for x in v[1])
+        if len(ops) != 2:
+            return None
+        a, b = self.vals(ops[0], depth), self.vals(ops[1], depth)
+        if base == "and" and a and b and (a[0] is None) != (b[0] is None):
+            # (buffer + 1023) & -1024: a dynamic shared buffer aligned up. The result is a
+            # new base, the same wherever the same expression recomputes it
+            (sym, c), (_, m) = (a, b) if a[0] is not None else (b, a)  # type: ignore[misc]
+            if c is not None and m is not None and len(c) == 1 and len(m) == 1 and (al := -next(iter(m))) > 0 \
+                    and al & (al - 1) == 0:
+                off = next(iter(c))
+                return f"align{al}({_local(sym)}{f'+{off}' if off else ''})", frozenset({0})
+            return None
+        if base == "and" and (a is None) != (b is None):
+            # x & MASK with x unknown: a submask of MASK (few bits: a ring index)
+            (sym, c) = a or b  # type: ignore[misc]
+            if sym is None and c is not None and len(c) == 1 and (m := next(iter(c))) >= 0 and bin(m).count("1") <= 8:
+                return None, frozenset(_submasks(m))
+            return None
+        if base == "rem" and a is None and b is not None and b[0] is None and b[1] is not None and len(b[1]) == 1:
+            c = next(iter(b[1]))
+            if 0 < c <= _MAX_VALUES:
+                return None, frozenset(range(c) if ".u" in s.opcode else range(1 - c, c))
+            return None
+        if base in ("add", "sub") and (a or b) and ((a or b)[0] is not None) and (a is None or b is None):
+            # a symbol plus an index not derived: the barrier array is known, the slot is not
+            return (a[0], None) if a is not None else (b[0], None) if base == "add" else None  # type: ignore[index]
+        if a is None or b is None:
+            return None
+        if base == "add":
+            if a[0] is not None and b[0] is not None:
+                return None
+            return _combine(a[0] or b[0], a[1], b[1], lambda x, y: x + y)
+        if base == "sub" and b[0] is None:
+            return _combine(a[0], a[1], b[1], lambda x, y: x - y)
+        if a[0] is not None or b[0] is not None or a[1] is None or b[1] is None:
+            return None
+        f = {"mul": lambda x, y: x * y, "shl": lambda x, y: x << y if 0 <= y < 64 else 0,
+             "shr": lambda x, y: x >> y if 0 <= y < 64 else 0, "and": lambda x, y: x & y,
+             "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y, "min": min, "max": max,
+             "rem": lambda x, y: x % y if y else 0, "div": lambda x, y: x // y if y else 0}.get(base)
+        return _combine(None, a[1], b[1], f) if f else None
+
+    def _induction(self, op: str, init: tuple[str | None, frozenset], loop: list[Stmt], depth: int) -> Val:
+        """`op` = init, then `op += step` once per trip: its values over the trips, when a
+        counter stepped in the same block bounds the trip count (nvcc's `x = -n; loop: ...;
+        x += 1; x != 0 -> loop`, with n from a bounded value such as `k & 3`)."""
+        step = _step(op, loop, self)
+        if step is None:
+            return None
+        i = self.index[id(loop[0])]
+        b = self.block_of[i]
+        end = self.starts[b + 1] if b + 1 < len(self.starts) else len(self.stmts)
+        block = self.stmts[self.starts[b]:end]
+        last = block[-1]
+        if not last.opcode.startswith("bra") or not last.guard:
+            return None
+        cond = next((s for s in block if _dest(s) == last.guard and s.opcode.startswith("setp")), None)
+        if cond is None or len(cond.operands) != 3:
+            return None
+        cnt, bound = cond.operands[1], cond.operands[2]
+        cdefs = self.defs.get(cnt, [])
+        cloop = [s for s in cdefs if cnt in s.operands[1:]]
+        if len(cloop) != 1 or self.block_of[self.index[id(cloop[0])]] != b:
+            return None
+        cstep = _step(cnt, cloop, self)
+        cinit = _union([self._val_def(s, depth + 1) for s in cdefs if s not in cloop])
+        lim = self.vals(bound, depth + 1)
+        if not cstep or cinit is None or cinit[0] is not None or cinit[1] is None or lim is None \
+                or lim[0] is not None or lim[1] is None or len(lim[1]) != 1:
+            return None
+        after = self.index[id(cloop[0])] < self.index[id(cond)]  # the test sees the stepped counter
+        limit = next(iter(lim[1]))
+        if cond.opcode.split(".")[1] not in ("ne", "eq"):  # nvcc's counted loops run to equality
+            return None
+        trips = 0
+        for x0 in cinit[1]:
+            if (limit - x0) % cstep:
+                return None
+            # a counter starting at its limit would wrap around: nvcc guards the loop
+            # against that start, so it contributes no trip
+            trips = max(trips, (limit - x0) // cstep + (0 if after else 1))
+        if trips <= 0:
+            return None
+        if trips * len(init[1]) > _MAX_VALUES:
+            return None
+        return init[0], frozenset(v + step * j for v in init[1] for j in range(trips))
+
+    def sym_of(self, op: str) -> str | None:
+        v = self.vals(op)
+        return v[0] if v else None
 
     # ---- control flow ----
     def _blocks(self) -> None:
@@ -250,6 +397,8 @@ class _Kernel:
         self.cond_branches: list[tuple[int, Stmt, int, int | None]] = []  # (block, stmt, taken, fall)
         for b, st in enumerate(self.starts):
             end = self.starts[b + 1] if b + 1 < nb else len(self.stmts)
+            if end == 0:
+                break  # a body with no statement: one empty block
             last = self.stmts[end - 1]
             base = last.opcode.split(".")[0]
             fall = b + 1 if b + 1 < nb else None
@@ -297,23 +446,28 @@ class _Kernel:
         self.role: list[frozenset | None] = [frozenset(range((self.n + 31) // 32)) if self.n else None] * nb
         self.uniform_branches = 0
         for b, st, tb, fb in self.cond_branches:
-            f = self.value(st.guard if st.guard.startswith("%") or st.guard in self.defs else st.guard)
+            f = self.value(st.guard)
             if f is None or all_t is None:
                 self.uniform_branches += 1 if f is None and not st.guard[0].isupper() else 0
                 continue
-            yes = frozenset(t for t in all_t if bool(f(t)) != st.negated)
-            no = all_t - yes
+            taken = {t: _holds(f(t), st.negated) for t in all_t}
+            if None in taken.values():
+                self.uniform_branches += 1
+            # who may run each side: the threads where the predicate holds (or is uniform)
+            yes = frozenset(t for t, v in taken.items() if v is not False)
+            no = frozenset(t for t, v in taken.items() if v is not True)
             rt, rf = self.reach(tb, {b}), self.reach(fb, {b})
-            warp_level = all((t // 32 in {u // 32 for u in yes}) == (t in yes) for t in all_t)
             for region, keep in ((rt - rf, yes), (rf - rt, no)):
+                warps = frozenset(t // 32 for t in keep)
+                warp_level = all((t // 32 in warps) == (t in keep) for t in all_t)
                 for x in region:
                     self.pop[x] = self.pop[x] & keep if self.pop[x] is not None else None
                     if warp_level and self.role[x] is not None:
-                        self.role[x] = self.role[x] & frozenset(t // 32 for t in keep)
+                        self.role[x] = self.role[x] & warps
         if self.uniform_branches:
             self.notes.append(Item("roles", f"{self.uniform_branches} conditional branch(es) on values not derived "
-                                   "from %tid.x were taken as not splitting the block's threads",
-                                   Basis.ASSUMPTION))
+                                   "from %tid.x (kernel arguments, loop counters, data) were taken as not splitting "
+                                   "the block's threads", Basis.ASSUMPTION))
 
     def threads(self, i: int) -> frozenset | None:
         s = self.stmts[i]
@@ -322,8 +476,60 @@ class _Kernel:
             f = self.value(s.guard)
             if f is None:
                 return None if not s.opcode.startswith("bra") else p
-            p = frozenset(t for t in p if bool(f(t)) != s.negated)
+            p = frozenset(t for t in p if _holds(f(t), s.negated) is not False)
         return p
+
+
+def _holds(v: int | None, negated: bool) -> bool | None:
+    """A guard's truth in one thread: None when it depends on a uniform unknown."""
+    return None if v is None else bool(v) != negated
+
+
+def _step(op: str, loop: list[Stmt], k: _Kernel) -> int | None:
+    """The constant c of the one `op = op + c` (or - c) among `loop`."""
+    if len(loop) != 1:
+        return None
+    s = loop[0]
+    base = s.opcode.split(".")[0]
+    if base not in ("add", "sub") or len(s.operands) != 3:
+        return None
+    a, b = s.operands[1], s.operands[2]
+    other = b if a == op else a if base == "add" else None
+    v = k.vals(other) if other is not None and other != op else None
+    if v is None or v[0] is not None or v[1] is None or len(v[1]) != 1:
+        return None
+    c = next(iter(v[1]))
+    return -c if base == "sub" else c
+
+
+def _union(vs: list[Val]) -> Val:
+    if not vs or any(v is None for v in vs) or len({v[0] for v in vs}) != 1:  # type: ignore[index]
+        return None
+    sym = vs[0][0]  # type: ignore[index]
+    if any(v[1] is None for v in vs):  # type: ignore[index]
+        return (sym, None) if sym else None
+    out = frozenset().union(*(v[1] for v in vs))  # type: ignore[index]
+    return (sym, out) if len(out) <= _MAX_VALUES else (sym, None) if sym else None
+
+
+def _combine(sym: str | None, a: frozenset | None, b: frozenset | None, f) -> Val:
+    if a is None or b is None or len(a) * len(b) > 16 * _MAX_VALUES:
+        return (sym, None) if sym else None
+    out = frozenset(f(x, y) for x in a for y in b)
+    return (sym, out) if len(out) <= _MAX_VALUES else (sym, None) if sym else None
+
+
+def _shift(v: Val, c: int) -> Val:
+    return None if v is None else (v[0], None if v[1] is None else frozenset(x + c for x in v[1]))
+
+
+def _submasks(m: int) -> list[int]:
+    out, s = [], m
+    while True:
+        out.append(s)
+        if s == 0:
+            return out
+        s = (s - 1) & m
 
 
 def _dest(s: Stmt) -> str | None:
@@ -367,6 +573,9 @@ def analyse(e: Entry, source: str) -> KernelSheet:
             role_name[ws] = "all" if ws is not None else "?"
             continue
         ops = [stmts[i].opcode for i in idx]
+        if all(o.split(".")[0] in ("setp", "bra") for o in ops):  # only the branch to the next role
+            role_name[ws] = f"dispatch ({_warps(ws)})"
+            continue
         prod = any(_PRODUCER.match(o) for o in ops) and (
             any(o.startswith("cp.async") for o in ops) or any(o.startswith("st.shared") for o in ops))
         cons = any(_CONSUMER.match(o) for o in ops)
@@ -381,15 +590,21 @@ def analyse(e: Entry, source: str) -> KernelSheet:
     if not roles:
         roles.append(Item("roles", "no branch on a warp/warpgroup index derived from %tid.x: not warp-specialized "
                           "(or its roles are not readable statically)", Basis.ASSUMPTION))
-    if k.used_elect:
-        roles.append(Item("roles", "elect.sync is taken as electing one lane per warp (lane 0 when all are active)",
+    full = sorted(ln for ln, f in k.elect.items() if f)
+    if full:
+        roles.append(Item("roles", f"elect.sync with membermask 0xffffffff (line(s) {', '.join(map(str, full[:6]))}): "
+                          "exactly one lane of each warp runs what it guards (counted as lane 0)", Basis.EVIDENCE))
+    part = sorted(ln for ln, f in k.elect.items() if not f)
+    if part:
+        roles.append(Item("roles", f"elect.sync with a membermask other than 0xffffffff (line(s) "
+                          f"{', '.join(map(str, part[:6]))}) is taken as electing lane 0 of each warp",
                           Basis.ASSUMPTION))
 
     def site(i: int, address: str = "") -> Site:
         s = stmts[i]
         p = k.threads(i)
         return Site(s.line, s.opcode, role_name.get(k.role[k.block_of[i]], "?"), len(p) if p is not None else None,
-                    address)
+                    address, s.via)
 
     # ---- storage ----
     storage = [Item("storage", f".shared {d.name}: " + (f"{d.size} bytes" if d.size is not None else
@@ -419,67 +634,203 @@ def analyse(e: Entry, source: str) -> KernelSheet:
                              f"{stmts[deallocs[-1]].line}", Basis.EVIDENCE))
 
     # ---- handoffs ----
-    bars: dict[str, dict] = {}
-
-    def bar_of(op: str) -> str:
-        sym, off = k.address(op)
-        if sym is None:
-            name = op.strip("[] ")
-            k.notes.append(Item("handoff.barrier", f"address {name} does not resolve to a .shared symbol: kept as "
-                                "written", Basis.ASSUMPTION))
-            return name
-        return _local(sym) + ("" if off == 0 else f"+{off}" if off is not None else "[+?]")
-
-    def rec(name: str) -> dict:
-        name = re.split(r"\+|\[", name)[0]
-        return bars.setdefault(name, {"inits": [], "arr": [], "wait": [], "inval": []})
-
     fences: list[Item] = []
+    ops: list[tuple[str, int, str]] = []  # (init | arrive | wait | inval, statement, mbarrier operand)
     for i, s in enumerate(stmts):
-        o = s.opcode
-        if o.startswith("mbarrier.init"):
-            c = k.value(s.operands[1]) if len(s.operands) > 1 else None
-            rec(addr := bar_of(s.operands[0]))["inits"].append((site(i, addr), c(0) if c else None))
-        elif o.startswith(_ARRIVE):
-            kind = "arrive.expect_tx" if "expect_tx" in o else "arrive"
-            p = k.threads(i)
-            rec(addr := bar_of(s.operands[1]))["arr"].append(Arrive(site(i, addr), kind, len(p) if p is not None else None,
-                                                            s.operands[2] if kind != "arrive" and len(s.operands) > 2
-                                                            else None))
-        elif o.startswith("cp.async.bulk") and "mbarrier::complete_tx" in o:
-            rec(addr := bar_of(s.operands[-1]))["arr"].append(Arrive(site(i, addr), "complete_tx", 0, s.operands[2]
-                                                             if len(s.operands) > 3 else None))
-        elif o.startswith("tcgen05.commit") and "mbarrier" in o:
-            p = k.threads(i)
-            rec(addr := bar_of(s.operands[0]))["arr"].append(Arrive(site(i, addr), "tcgen05.commit", len(p) if p is not None
-                                                            else None, None))
-        elif o.startswith("cp.async.mbarrier.arrive"):
-            p = k.threads(i)
-            n = 0 if ".noinc" not in o else (len(p) if p is not None else None)
-            rec(addr := bar_of(s.operands[0]))["arr"].append(Arrive(site(i, addr), "cp.async.mbarrier.arrive", n, None))
-        elif o.startswith(_WAIT):
-            par = s.operands[2] if ".parity" in o and len(s.operands) > 2 else None
-            rec(addr := bar_of(s.operands[1]))["wait"].append(Wait(site(i, addr), par))
-        elif o.startswith("mbarrier.inval"):
-            rec(addr := bar_of(s.operands[0]))["inval"].append(site(i, addr))
+        o, a = s.opcode, s.operands
+        if o.startswith("mbarrier.init") and a:
+            ops.append(("init", i, a[0]))
+        elif o.startswith(_ARRIVE) and len(a) > 1:
+            ops.append(("arrive", i, a[1]))
+        elif o.startswith("cp.async.bulk") and "mbarrier::complete_tx" in o and len(a) > 2:
+            # [dst], [tensorMap, {coords}], [mbar] (, ctaMask, cache policy) for .tensor;
+            # [dst], [src], size, [mbar] (, ...) for a plain bulk copy
+            mbar = a[2] if ".tensor" in o else a[3] if len(a) > 3 else None
+            if mbar:
+                ops.append(("arrive", i, mbar))
+        elif o.startswith("tcgen05.commit") and "mbarrier" in o and a:
+            ops.append(("arrive", i, a[0]))
+        elif o.startswith("cp.async.mbarrier.arrive") and a:
+            ops.append(("arrive", i, a[0]))
+        elif o.startswith(_WAIT) and len(a) > 1:
+            ops.append(("wait", i, a[1]))
+        elif o.startswith("mbarrier.inval") and a:
+            ops.append(("inval", i, a[0]))
         elif o.startswith(("fence.proxy.async", "fence.mbarrier_init")) or _BAR0.match(o):
             st = site(i)
             who = f"{st.threads} thread(s)" if st.threads is not None else "threads not derived"
-            fences.append(Item("handoff.fence", f"line {st.line}: {o} {' '.join(s.operands)} ({st.role}, {who})",
+            fences.append(Item("handoff.fence", f"line {st.line}: {o} {' '.join(a)} ({st.role}, {who})",
                                Basis.EVIDENCE))
-    barriers = tuple(Barrier(n, tuple(r["inits"]), tuple(r["arr"]), tuple(r["wait"]), tuple(r["inval"]))
-                     for n, r in bars.items())
+    barriers = _barriers(k, ops, site)
     for b in barriers:
         if b.invals:
             lifetime.append(Item("lifetime", f"{b.name}: invalidated at line(s) "
                                  f"{', '.join(str(s.line) for s in b.invals)}", Basis.EVIDENCE))
+    for c in e.calls:
+        if c.followed:
+            roles.append(Item("roles", f"line {c.line}: call into .func {c.callee} followed: its {c.statements} "
+                              "statements run under the caller's conditions and count in the caller's role",
+                              Basis.EVIDENCE))
+        else:
+            k.notes.append(Item("calls", f"line {c.line}: call to {c.callee} not followed ({c.why}): mbarrier "
+                                "operations inside it are missing from this sheet", Basis.ASSUMPTION))
 
     flags += _flag_init_in_role(k, stmts)
-    flags += _flag_counts(k, barriers, e)
+    flags += _flag_counts(k, barriers)
     flags += _flag_cta_barrier(k, stmts, site)
     flags += _flag_proxy_fence(k, stmts)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
                        tuple(lifetime), tuple(k.notes), tuple(flags))
+
+
+def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrier, ...]:
+    """Every mbarrier operation grouped by the barrier(s) it may address. A barrier is a
+    (symbol, byte offset) that some mbarrier.init initializes; an operation whose address
+    takes several values (`full[s]` in a ring) may address each of them, so those
+    barriers form one group; an address with an index the PTX does not decide groups all
+    of its symbol's barriers (`decided` False). Groups of one symbol that look alike
+    (same counts, same arrivers and waiters) are shown as one."""
+    stmts = k.stmts
+    resolved: list[tuple[str, int, str, str | None, frozenset | None]] = []
+    for kind, i, op in ops:
+        v = k.vals(op)
+        if v is None or v[0] is None:
+            name = op.strip("[] ")
+            k.notes.append(Item("handoff.barrier", f"line {stmts[i].line}: address {name} does not resolve to a "
+                                ".shared symbol: kept as written", Basis.ASSUMPTION))
+            resolved.append((kind, i, op, None, None))
+        else:
+            resolved.append((kind, i, op, v[0], v[1]))
+    keys: dict[str, set[int]] = {}
+    opaque: set[str] = set()  # a symbol with an init whose offset is not decided: one group for all of it
+    for kind, _, _, sym, offs in resolved:
+        if sym is not None and kind == "init":
+            if offs is None:
+                opaque.add(sym)
+            else:
+                keys.setdefault(sym, set()).update(offs)
+    parent: dict[tuple, tuple] = {}
+
+    def find(x: tuple) -> tuple:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    cands: list[list[tuple]] = []
+    undecided: dict[str, list[int]] = {}
+    for kind, i, op, sym, offs in resolved:
+        if sym is None:
+            c = [("raw", op.strip("[] "))]
+        elif offs is None or sym in opaque:
+            undecided.setdefault(sym, []).append(stmts[i].line)
+            c = [(sym, None)] + [(sym, o) for o in sorted(keys.get(sym, ()))]
+        else:
+            c = [(sym, o) for o in sorted(offs) if o in keys.get(sym, ())] or [(sym, o) for o in sorted(offs)]
+        for x in c[1:]:
+            parent[find(x)] = find(c[0])
+        find(c[0])
+        cands.append(c)
+    groups: dict[tuple, dict] = {}
+    for (kind, i, op, sym, offs), c in zip(resolved, cands):
+        g = groups.setdefault(find(c[0]), {"sym": sym, "slots": set(), "inits": [], "arr": [], "wait": [],
+                                           "inval": []})
+        g["slots"].update(x[1] for x in c if x[0] != "raw" and x[1] is not None)
+        addr = _fmt(sym, offs) if sym else op.strip("[] ")
+        s = stmts[i]
+        if kind == "init":
+            cnt = k.value(s.operands[1]) if len(s.operands) > 1 else None
+            g["inits"].append((site(i, addr), cnt(0) if cnt else None))
+        elif kind == "wait":
+            g["wait"].append(Wait(site(i, addr), _shown(k, s.operands[2]) if ".parity" in s.opcode
+                                  and len(s.operands) > 2 else None))
+        elif kind == "inval":
+            g["inval"].append(site(i, addr))
+        else:
+            g["arr"].append(_arrive(k, i, site(i, addr)))
+    # one entry per look-alike group of a symbol
+    merged: dict[tuple, dict] = {}
+    for g in groups.values():
+        sig = (g["sym"] if g["sym"] is not None else id(g), tuple(sorted({str(c) for _, c in g["inits"]})),
+               frozenset((a.kind, a.site.role, a.site.threads, a.arrivals) for a in g["arr"]),
+               frozenset((w.site.role, w.site.threads) for w in g["wait"]))
+        m = merged.get(sig)
+        if m is None:
+            merged[sig] = g
+        else:
+            for key in ("inits", "arr", "wait", "inval"):
+                m[key] += g[key]
+            m["slots"] |= g["slots"]
+    out = []
+    for g in merged.values():
+        sym, slots = g["sym"], frozenset(g["slots"])
+        if sym is None:
+            name = g["wait"][0].site.address if g["wait"] else g["arr"][0].site.address if g["arr"] else \
+                g["inits"][0][0].address if g["inits"] else "?"
+        elif not slots or slots == frozenset(keys.get(sym, ())):
+            name = _local(sym)
+        else:
+            name = _fmt(sym, slots)
+        decided = sym is None or sym not in undecided
+        sites = [s for s, _ in g["inits"]] + [a.site for a in g["arr"]] + [w.site for w in g["wait"]] + g["inval"]
+        first = min(s.line for s in sites)
+        out.append((first, Barrier(name, tuple(g["inits"]), tuple(g["arr"]), tuple(g["wait"]), tuple(g["inval"]),
+                                   tuple(sorted(slots)), decided)))
+    for sym, lines in undecided.items():
+        n = len(keys.get(sym, ()))
+        k.notes.append(Item("handoff.barrier", f"{_local(sym)}: the barrier addressed at line(s) "
+                            f"{', '.join(map(str, sorted(set(lines))[:6]))} is not decided by the PTX (its index is "
+                            "not computed from constants): "
+                            + (f"taken as any of the {n} barrier(s) of {_local(sym)}" if n and sym not in opaque else
+                               f"all barriers of {_local(sym)} are taken as one"), Basis.ASSUMPTION))
+    return tuple(b for _, b in sorted(out, key=lambda x: x[0]))
+
+
+def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
+    """What one arriving statement adds to its barrier's pending count, per phase."""
+    s = k.stmts[i]
+    o = s.opcode
+    p = k.threads(i)
+    n = len(p) if p is not None else None
+    if o.startswith("cp.async.bulk"):
+        return Arrive(st, "complete_tx", 0, _shown(k, s.operands[2]) if ".tensor" not in o and len(s.operands) > 3
+                      else None)
+    if o.startswith("tcgen05.commit"):
+        # .mbarrier::arrive::one: one arrive-on per issuing thread, once its tcgen05 ops complete
+        return Arrive(st, "tcgen05.commit", n, None)
+    if o.startswith("cp.async.mbarrier.arrive"):
+        return Arrive(st, "cp.async.mbarrier.arrive", n if ".noinc" in o else 0, None)
+    if "expect_tx" in o:
+        return Arrive(st, "arrive.expect_tx", n, _shown(k, s.operands[2]) if len(s.operands) > 2 else None)
+    count = 1
+    if len(s.operands) > 2:  # mbarrier.arrive ... state, [addr], count
+        c = k.value(s.operands[2])
+        count = c(0) if c else None  # type: ignore[assignment]
+    return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None)
+
+
+def _shown(k: _Kernel, op: str) -> str:
+    """An operand as the sheet shows it: its value when constant, else as written (without
+    the scope / call tags the parser adds to register names)."""
+    v = k.vals(op)
+    if v and v[0] is None and v[1] is not None and len(v[1]) == 1:
+        return str(next(iter(v[1])))
+    return re.sub(r"\$[sc]\d+", "", op)
+
+
+def _where(st: Site) -> str:
+    return f"line {st.line}" + (f" via call at line {st.via}" if st.via else "")
+
+
+def _fmt(sym: str, offs: frozenset | None) -> str:
+    name = _local(sym)
+    if offs is None:
+        return f"{name}[+?]"
+    o = sorted(offs)
+    if o == [0]:
+        return name
+    if len(o) == 1:
+        return f"{name}+{o[0]}"
+    return f"{name}+{{{','.join(map(str, o))}}}"
 
 
 def _local(sym: str) -> str:
@@ -508,10 +859,10 @@ def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
         all_w = frozenset(range((k.n + 31) // 32)) if k.n else None
         if role is None or role == all_w:
             continue  # thread 0 / lane 0 of the whole CTA: the usual, checked below only in roles
-        sym = k.address(s.operands[0])[0]
+        sym = k.sym_of(s.operands[0])
         after = {b for b in cta_blocks if b in k.reach(bi, set())}
         for j, w in enumerate(stmts):
-            if not w.opcode.startswith(_WAIT) or k.address(w.operands[1])[0] != sym:
+            if not w.opcode.startswith(_WAIT) or k.sym_of(w.operands[1]) != sym:
                 continue
             wr = k.role[k.block_of[j]]
             if wr is None or wr <= role:
@@ -525,33 +876,31 @@ def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
     return out
 
 
-def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...], e: Entry) -> list[Flag]:
+def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 2: per barrier (group), the arrivals one phase gets against the init count.
+    Each role's arrival pattern is counted once per phase: the sites of one role on one
+    barrier (an unrolled copy and the loop it came from, the slots of a ring) are taken
+    as one arrival per executing thread per phase."""
     out = []
-    by_sym: dict[str, list[Barrier]] = {}
+    partial_elect = not all(k.elect.values())
     for b in barriers:
-        by_sym.setdefault(b.name, []).append(b)
-    for sym, bs in by_sym.items():
-        inits = [(st, c) for b in bs for st, c in b.inits]
-        arr = [a for b in bs for a in b.arrivers]
-        counts = {c for _, c in inits}
-        if not inits or not arr or None in counts:
+        counts = {c for _, c in b.inits}
+        if not b.inits or not b.arrivers or None in counts:
             continue
-        dynamic = any(a.site.address.endswith("[+?]") for a in arr)
         pops: dict[tuple, int | None] = {}
-        for a in arr:
+        for a in b.arrivers:
             if a.arrivals == 0:
                 continue
             pops[(a.site.role, a.site.threads, a.kind == "tcgen05.commit")] = a.arrivals
         if not pops:
             continue
-        slots = [d for d in e.shared if _local(d.name) == sym]
-        multi = len(inits) > 1 or (slots and (slots[0].size or 0) > 8)
-        if (dynamic or multi) and len(pops) > 1:
-            k.notes.append(Item("handoff.count", f"{sym}: several barriers with arrivals from {len(pops)} roles at "
-                                "addresses not known statically: counts not checked", Basis.ASSUMPTION))
+        if not b.decided and len(b.slots) > 1 and (len(pops) > 1 or len(counts) > 1):
+            k.notes.append(Item("handoff.count", f"{b.name}: {len(b.slots)} barriers the PTX does not tell apart, "
+                                f"init counts {sorted(counts)}, arrivals from {len(pops)} role(s): counts not "
+                                "checked", Basis.ASSUMPTION))
             continue
         if len(counts) > 1:
-            k.notes.append(Item("handoff.count", f"{sym}: init counts {sorted(counts)} differ between its barriers: "
+            k.notes.append(Item("handoff.count", f"{b.name}: init counts {sorted(counts)} differ between its barriers: "
                                 "counts not checked", Basis.ASSUMPTION))
             continue
         if any(v is None for v in pops.values()):
@@ -559,13 +908,14 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...], e: Entry) -> list[Fl
         total = sum(v for v in pops.values() if v)
         count = counts.pop()
         if total != count:
-            who = "; ".join(f"{a.kind} by {a.site.role}, {a.site.threads} thread(s) (line {a.site.line})"
-                            for a in arr if a.arrivals)
-            basis = Basis.ASSUMPTION if k.used_elect else Basis.EVIDENCE
-            out.append(Flag(2, FLAG_NAMES[2], f"{sym}: mbarrier.init count {count} (line {inits[0][0].line}) but "
-                            f"{total} arrival(s) per phase ({who}): a phase "
+            who = "; ".join(sorted({f"{a.kind} by {a.site.role}, {a.site.threads} thread(s)" for a in b.arrivers
+                                    if a.arrivals}))
+            lines = ", ".join(sorted({_where(a.site) for a in b.arrivers if a.arrivals})[:6])
+            basis = Basis.ASSUMPTION if partial_elect else Basis.EVIDENCE
+            out.append(Flag(2, FLAG_NAMES[2], f"{b.name}: mbarrier.init count {count} (line {b.inits[0][0].line}) but "
+                            f"{total} arrival(s) per phase ({who}; {lines}): a phase "
                             + ("never completes (deadlock)" if total < count else "completes early")
-                            + f"; init with {total}", basis, inits[0][0].line))
+                            + f"; init with {total}", basis, b.inits[0][0].line))
     return out
 
 

@@ -20,6 +20,8 @@ from wsperf.analyses.config import load_config
 from wsperf.analyses.correctness import correctness_report, deadlock_report, gather
 from wsperf.cli import render
 from wsperf.cli.render import OutputFormat as SummaryFormat
+from wsperf.cli.compare import compare
+from wsperf.cli.history import LOCK_HELP, begin_run, export, history, load_run
 from wsperf.cli.inspect import inspect
 from wsperf.cli.worksheet import worksheet
 from wsperf.collectors import environment
@@ -28,7 +30,7 @@ from wsperf.collectors.sanitizer import TOOLS as SANITIZER_TOOLS
 from wsperf.collectors.errors import ExitCode, InputError, WsperfError
 from wsperf.collectors.ncu import load_reports
 from wsperf.analyses.sql import run_sql
-from wsperf.collectors.store import open_store
+from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
 
 app = typer.Typer(
     name="wsperf",
@@ -55,13 +57,14 @@ def error_boundary() -> Iterator[None]:
     try:
         yield
     except WsperfError as e:
-        err.print(render.plain(f"Error: {e}"), soft_wrap=True)
+        # One line, whatever the message quotes (a file name or a tool's output may hold newlines).
+        err.print(render.plain("Error: " + " ".join(str(e).split())), soft_wrap=True)
         raise typer.Exit(e.exit_code) from None
 
 
-def _load(con, reports: list[Path]) -> None:
+def _load(con, reports: list[Path]) -> list:
     if not reports:
-        return
+        return []
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -76,7 +79,7 @@ def _load(con, reports: list[Path]) -> None:
         def tick(done: int, total: int, label: str) -> None:
             progress.update(task, completed=done, total=total, description=render.plain(f"loading {label}"))
 
-        load_reports(con, reports, progress=tick)
+        return load_reports(con, reports, progress=tick)
 
 
 @app.command()
@@ -94,6 +97,18 @@ def analyze(
                                      "tensor-core, wgmma, tcgen05, setmaxnreg, warp-specialized."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with `expect = [...]` and "
                                           "[thresholds.<hypothesis>] overrides."),
+    charts_dir: Optional[Path] = typer.Option(None, "--charts", help="Also write each launch's charts into this "
+                                              "directory (.vl.json, .html, .png, .svg); Markdown links the PNGs."),
+    html_file: Optional[Path] = typer.Option(None, "--html", help="Also write one standalone HTML page (works "
+                                             "offline): summaries, verdicts, charts, Nsight Compute's rules."),
+    label: Optional[str] = typer.Option(None, "--label", help="With --db: name of the run recorded (unique in "
+                                        "the store). Default: <branch>@<commit>:<UTC time>."),
+    tag: list[str] = typer.Option([], "--tag", "-t", help="With --db: tag the recorded run (repeatable), e.g. nightly."),
+    commit: Optional[str] = typer.Option(None, "--commit", help="With --db: git commit of the run. Default: git "
+                                         "rev-parse HEAD here, else $GITHUB_SHA / $CI_COMMIT_SHA."),
+    branch: Optional[str] = typer.Option(None, "--branch", help="With --db: git branch of the run. Default: git's, "
+                                         "else $GITHUB_REF_NAME / $CI_COMMIT_REF_NAME."),
+    lock_timeout: float = typer.Option(LOCK_TIMEOUT_S, "--lock-timeout", help=LOCK_HELP),
 ) -> None:
     """Load reports and print, per launch: what ran (launch shape, duration, the
     instruction paths its SASS uses), its producer/consumer roles, and the verdict of
@@ -105,7 +120,9 @@ def analyze(
         cfg = load_config(config, tuple(expect))
         if not reports and not sanitizer:
             raise InputError("nothing to analyze: give reports, a bundle directory or --sanitizer FILE.xml")
-        con = open_store(db)
+        _check_outputs(charts_dir, html_file)
+        con = open_store(db, lock_timeout=lock_timeout)
+        run = begin_run(con, db, label, tag, commit, branch, reports)
         evidence = gather(con, reports, sanitizer)
         code = _handoff(evidence, fmt)
         if code:
@@ -114,12 +131,70 @@ def analyze(
             err.print("The sanitizer found no error; no Nsight Compute report to analyze.")
             return
         reports = list(evidence.reports)
-        _load(con, reports)
-        results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds)
+        ids = load_run(con, run, reports, _load)
+        results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds, launch_ids=ids)
         if not results:
             what = f"matches --kernel {kernel!r}" if kernel else "was found"
             raise InputError(f"no kernel launch {what} in {len(reports)} report(s)")
+        charts = _write_charts(results, charts_dir)[0] if charts_dir is not None else {}
+        if html_file is not None:
+            from wsperf.cli.html import analysis_page, write_page
+
+            err.print(render.plain(f"wsperf analyze: wrote {write_page(analysis_page(results), html_file)}"))
         _emit(fmt, results, render.analyses_text, render.analyses_json, render.analyses_markdown)
+        if charts and fmt is SummaryFormat.markdown:
+            from wsperf.cli.charts import charts_markdown
+
+            sys.stdout.write(charts_markdown(charts, charts_dir))
+
+
+def _check_outputs(charts_dir: Optional[Path], html_file: Optional[Path]) -> None:
+    """Refuse an unusable --charts / --html target before loading anything."""
+    if charts_dir is not None:
+        from wsperf.cli.charts import check_out_dir
+
+        check_out_dir(charts_dir)
+    if html_file is not None:
+        from wsperf.cli.html import check_page_path
+
+        check_page_path(html_file)
+
+
+def _write_charts(results, out_dir: Path) -> tuple[dict, list[Path]]:
+    from wsperf.cli.charts import analysis_charts, write_charts
+
+    charts = analysis_charts(results)
+    if not charts:
+        raise InputError("nothing to chart: the launches hold no PC samples, instruction counts or throughput "
+                         "metrics (collect with `ncu --set full --import-source yes`)")
+    files = write_charts(charts, out_dir)
+    err.print(render.plain(f"wsperf: wrote {len(charts)} charts ({len(files)} files) to {out_dir}"))
+    return charts, files
+
+
+@app.command()
+def chart(
+    reports: list[Path] = typer.Argument(..., help="Nsight Compute reports (.ncu-rep), or bundle directories.",
+                                         show_default=False),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Directory to write the charts into (created)."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only launches whose kernel name matches "
+                                         "this regular expression (RE2 syntax)."),
+) -> None:
+    """Write each launch's charts (stall reasons per role, instruction families, speed
+    of light) as Vega-Lite JSON, standalone HTML, PNG and SVG; prints the files."""
+    with error_boundary():
+        _check_outputs(out_dir, None)
+        con = open_store(None)
+        paths = list(gather(con, reports).reports)
+        if not paths:
+            raise InputError("no Nsight Compute report among the inputs; give .ncu-rep files or bundle directories")
+        _load(con, paths)
+        results = run_analysis(con, kernel)
+        if not results:
+            what = f"matches --kernel {kernel!r}" if kernel else "was found"
+            raise InputError(f"no kernel launch {what} in {len(paths)} report(s)")
+        for p in _write_charts(results, out_dir)[1]:
+            out.print(render.plain(str(p)))
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -148,7 +223,7 @@ def collect(
                               not no_profile)
         result = run_collect(command, opts, progress=lambda msg: err.print(render.plain(f"wsperf collect: {msg}")))
         for w in result.warnings:
-            err.print(render.plain(f"Warning: {w}"))
+            err.print(render.plain(f"Warning: {w}"), soft_wrap=True)
         err.print(render.plain(f"wsperf collect: bundle {result.bundle}"))
         con = open_store(None)
         code = _handoff(gather(con, [result.bundle]), fmt)
@@ -231,6 +306,9 @@ def doctor(
 
 
 app.command()(inspect)
+app.command()(compare)
+app.command()(history)
+app.command()(export)
 app.command()(worksheet)
 
 

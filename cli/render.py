@@ -20,7 +20,10 @@ from wsperf.collectors.environment import Environment
 
 # Characters that would start Markdown or HTML syntax inside a table cell or paragraph.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+# C0 controls but tab and newline, DEL, the C1 controls (U+0080-U+009F: CSI, OSC, NEL ...
+# that a terminal may act on) and the bidirectional overrides and isolates, which make
+# a name read differently from what it is.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def md(text: object) -> str:
@@ -115,7 +118,7 @@ def _roles_table(a: KernelAnalysis) -> Table:
     for r in a.roles:
         t.add_row(r.role, str(r.instructions), _num(r.executed), _num(r.samples),
                   "n/a" if r.wait_share is None else f"{100 * r.wait_share:.1f}%",
-                  ", ".join(f"{reason} {n}" for reason, n in r.top_stalls))
+                  plain(", ".join(f"{reason} {n}" for reason, n in r.top_stalls)))
     return t
 
 
@@ -256,7 +259,8 @@ def environment_text(env: Environment, console: Console) -> None:
         if version or name in ("ncu-report", "duckdb"):
             t.add_row(name, version or Text("MISSING", style="red"), "")
     for tool in env.tools:
-        t.add_row(tool.name, tool.version or Text("not found", style="yellow"), plain(tool.path or tool.note))
+        t.add_row(tool.name, plain(tool.version) if tool.version else Text("not found", style="yellow"),
+                  plain(tool.path or tool.note))
     if env.gpus:
         for g in env.gpus:
             t.add_row(f"gpu {g.index}", plain(g.name), f"{g.arch} (cc {g.compute_capability}), driver {g.driver}")
@@ -272,7 +276,9 @@ def environment_json(env: Environment) -> str:
 
 
 def records_table(columns: list[str], rows: Iterable[tuple], console: Console) -> None:
-    t = Table(*[plain(c) for c in columns])
+    t = Table()
+    for c in columns:
+        t.add_column(plain(c))  # Table(*headers) takes Text for a Column
     for r in rows:
         t.add_row(*[plain("NULL" if v is None else v) for v in r])
     console.print(t)
@@ -322,7 +328,7 @@ def correctness_text(rep: Any, console: Console) -> None:
         for s in g.sites:
             role = Text(f"{s.role} ({s.role_basis.value})", style=_BASIS_STYLE[s.role_basis.value]) if s.role \
                 else Text("unknown", style="yellow")
-            st.add_row(plain(s.kernel or "?"), plain(_site_where(s)), s.access or "-",
+            st.add_row(plain(s.kernel or "?"), plain(_site_where(s)), plain(s.access or "-"),
                        ", ".join(map(str, s.warps)) or "-", role, str(s.findings), plain(s.source_text or ""))
         console.print(st)
         console.print(_worksheet_table(g.worksheet, f"worksheet: {g.handoff.value}"))
@@ -342,7 +348,7 @@ def correctness_markdown(rep: Any) -> str:
     for g in rep.groups:
         out += ["", f"### {g.handoff.value} ({g.findings} findings; {', '.join(g.tools)})", "",
                 "| kernel | line | access | warps | role | findings |", "| --- | --- | --- | --- | --- | ---: |"]
-        out += [f"| {md(s.kernel or '?')} | {md(_site_where(s))} | {s.access or '-'} | "
+        out += [f"| {md(s.kernel or '?')} | {md(_site_where(s))} | {md(s.access or '-')} | "
                 f"{', '.join(map(str, s.warps)) or '-'} | "
                 f"{s.role + ' (' + s.role_basis.value + ')' if s.role else 'unknown'} | {s.findings} |"
                 for s in g.sites]

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from wsperf.analyses.worksheet import Worksheet, worksheet as build
-from wsperf.cli.render import OutputFormat as Format
+from wsperf.cli.render import OutputFormat as Format, md, plain
 
 
 def worksheet(
@@ -37,29 +37,43 @@ def worksheet(
             sys.stdout.write(render(ws, markdown=fmt is Format.markdown))
 
 
+def _where(site) -> str:
+    return f"line {site.line}" + (f" via call at line {site.via}" if site.via else "")
+
+
 def render(ws: Worksheet, markdown: bool = False) -> str:
+    """Text or Markdown. Kernel names, symbols and the PTX lines the parser could not read
+    come from the input: each line's text is escaped for its output (render.md for
+    Markdown; control characters dropped for the terminal)."""
     h1, h2, li = ("## ", "### ", "- ") if markdown else ("", "  ", "    ")
+    esc = md if markdown else (lambda t: plain(t).plain)
     out: list[str] = []
+
+    def line(prefix: str, text: str) -> None:
+        out.append(prefix + esc(text))
+
     for k in ws.kernels:
-        out.append(f"{h1}{k.kernel}  ({k.source}, {k.target}, {k.threads or '?'} threads)")
-        out.append(f"{h2}flags: " + ("none" if not k.flags else str(len(k.flags))))
-        out += [f"{li}[{f.code} {f.name}] ({f.basis}) {f.text}" for f in k.flags]
+        line(h1, f"{k.kernel}  ({k.source}, {k.target}, {k.threads or '?'} threads)")
+        line(h2, "flags: " + ("none" if not k.flags else str(len(k.flags))))
+        for f in k.flags:
+            line(li, f"[{f.code} {f.name}] ({f.basis}) {f.text}")
         for title, items in (("roles", k.roles), ("storage", k.storage), ("fences", k.fences),
                              ("lifetime", k.lifetime), ("assumptions", k.notes)):
             if items:
-                out.append(f"{h2}{title}")
-                out += [f"{li}({i.basis}) {i.text}" for i in items]
-        out.append(f"{h2}handoffs")
+                line(h2, title)
+                for i in items:
+                    line(li, f"({i.basis}) {i.text}")
+        line(h2, "handoffs")
         for b in k.barriers:
             counts = sorted({c for _, c in b.inits}, key=str)
-            out.append(f"{li}mbarrier {b.name}: init count {', '.join(map(str, counts)) or 'not seen'} "
-                       f"({len(b.inits)} init(s))")
+            line(li, f"mbarrier {b.name}: init count {', '.join(map(str, counts)) or 'not seen'} "
+                     f"({len(b.inits)} init(s))")
             for a in b.arrivers:
                 tx = f", tx {a.tx_bytes}" if a.tx_bytes else ""
-                out.append(f"{li}  arrive: {a.kind} by {a.site.role}, {a.site.threads} thread(s), "
-                           f"{a.arrivals} arrival(s){tx} [line {a.site.line}, {a.site.address}]")
+                line(li, f"  arrive: {a.kind} by {a.site.role}, {a.site.threads} thread(s), "
+                         f"{a.arrivals} arrival(s){tx} [{_where(a.site)}, {a.site.address}]")
             for w in b.waiters:
-                out.append(f"{li}  wait: {w.site.instruction.split('.shared')[0]} by {w.site.role}, "
-                           f"{w.site.threads} thread(s), parity {w.parity} [line {w.site.line}]")
+                line(li, f"  wait: {w.site.instruction.split('.shared')[0]} by {w.site.role}, "
+                         f"{w.site.threads} thread(s), parity {w.parity} [{_where(w.site)}]")
         out.append("")
     return "\n".join(out) + "\n"

@@ -85,10 +85,13 @@ class Bundle:
 
 def resolve(root: Path, rel: str) -> Path:
     """`rel` inside the bundle `root`; BundleError when it is absolute or escapes."""
-    if not isinstance(rel, str) or not rel or os.path.isabs(rel) or rel.startswith("~"):
+    if not isinstance(rel, str) or not rel or os.path.isabs(rel) or rel.startswith("~") or "\0" in rel:
         raise BundleError(f"{root / MANIFEST}: path {rel!r} is not relative to the bundle")
     base = root.resolve()
-    p = (base / rel).resolve()
+    try:
+        p = (base / rel).resolve()
+    except (OSError, RuntimeError) as e:  # a symbolic link loop
+        raise BundleError(f"{root / MANIFEST}: path {rel!r} cannot be resolved ({e})") from None
     if p != base and base not in p.parents:
         raise BundleError(f"{root / MANIFEST}: path {rel!r} leads out of the bundle; refusing to read it")
     return p
@@ -105,25 +108,60 @@ def read_bundle(root: str | os.PathLike[str]) -> Bundle:
     if not root.is_dir():
         raise BundleError(f"{root}: not a directory; give a bundle written by `wsperf collect --out DIR`")
     try:
-        doc = json.loads(where.read_text(encoding="utf-8"))
+        with open(where, "rb") as f:
+            raw = f.read(MAX_MANIFEST_BYTES + 1)
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise BundleError(f"{where}: larger than {MAX_MANIFEST_BYTES >> 20} MiB; collect writes a few KiB: "
+                              "not a manifest written by `wsperf collect`")
+        doc = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise BundleError(f"{root}: no {MANIFEST}: not a bundle written by `wsperf collect --out DIR`") from None
-    except (OSError, ValueError) as e:
-        raise BundleError(f"{where}: cannot read the manifest ({e})") from None
+    except (OSError, ValueError, RecursionError) as e:  # RecursionError: JSON nested too deeply
+        raise BundleError(f"{where}: cannot read the manifest ({type(e).__name__}: {e})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("runs"), list):
         raise BundleError(f"{where}: not a wsperf bundle manifest of format {FORMAT}")
     known = set(RunRecord.__dataclass_fields__)
     runs = []
     for i, r in enumerate(doc["runs"]):
+        if not isinstance(r, dict):
+            raise BundleError(f"{where}: run {i} is {type(r).__name__}, not an object")
         try:
             rec = RunRecord(**{k: v for k, v in r.items() if k in known})
         except TypeError as e:
             raise BundleError(f"{where}: run {i} is incomplete ({e})") from None
+        wrong = [name for name, ok in _RUN_TYPES.items() if not ok(getattr(rec, name))]
+        if wrong:
+            raise BundleError(f"{where}: run {i} has {', '.join(wrong)} of the wrong type; the manifest is damaged "
+                              "or not written by `wsperf collect`")
         for rel in [rec.stdout, rec.stderr, *rec.outputs.values()]:
             if rel is not None:
                 resolve(root, rel)
         runs.append(rec)
     return Bundle(root, doc, tuple(runs))
+
+
+MAX_MANIFEST_BYTES = 16 << 20
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# What each RunRecord field may hold when read back (JSON types).
+_RUN_TYPES = {
+    "phase": lambda v: isinstance(v, str),
+    "tool": lambda v: isinstance(v, str),
+    "argv": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
+    "exit_code": lambda v: v is None or _is_int(v),
+    "seconds": lambda v: (_is_int(v) or isinstance(v, float)),
+    "timed_out": lambda v: isinstance(v, bool),
+    "stdout": lambda v: v is None or isinstance(v, str),
+    "stderr": lambda v: v is None or isinstance(v, str),
+    "stdout_bytes": _is_int,
+    "stderr_bytes": _is_int,
+    "outputs": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+    "note": lambda v: isinstance(v, str),
+}
 
 
 def write_manifest(root: Path, doc: dict[str, Any], runs: list[RunRecord]) -> None:

@@ -26,6 +26,7 @@ import dataclasses
 import json
 import re
 import shutil
+import signal
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -169,7 +170,11 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
                            on_timeout=lambda pid: hang_files.update(_capture_hang(st, pid, tools.get("cuda-gdb"))))
     except OSError as e:
         raise InputError(f"cannot run {argv[0]!r}: {e.strerror or e}") from None
-    note = f"exit {done.exit_code}" if not done.timed_out else f"still running after {opts.timeout:g} s: killed"
+    note = _ended(done) if not done.timed_out else f"still running after {opts.timeout:g} s: killed"
+    if not done.timed_out and done.exit_code != 0:
+        # Not an error of collect's: the tools still run, and the sanitizer may say why.
+        st.warnings.append(f"the repro {note} in its plain run; its output is in run/repro.stdout.txt and "
+                           "run/repro.stderr.txt")
     st.record("run", "repro", done, "run/repro", note=note)
     progress(f"run: {note} ({done.stdout_bytes:,} bytes of stdout)")
     if done.timed_out:
@@ -209,6 +214,17 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     con.close()
     st.flush(outcome)
     return Result(root, outcome, tuple(st.problems), tuple(st.warnings), report)
+
+
+def _ended(done: Completed) -> str:
+    """How a finished process ended: 'exit N', or 'was killed by SIGSEGV' for a signal."""
+    if done.exit_code is not None and done.exit_code < 0:
+        try:
+            name = signal.Signals(-done.exit_code).name
+        except ValueError:
+            name = f"signal {-done.exit_code}"
+        return f"was killed by {name}"
+    return f"exit {done.exit_code}"
 
 
 def _bundle_dir(out: Path) -> Path:

@@ -99,7 +99,14 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
         # A gzip-compressed report (CI artifacts often are; the compare fixtures are) is
         # read from a decompressed copy; its identity is that of the report inside.
         src = _gunzip(p, Path(tmp) / "report.ncu-rep") if _is_gzip(p) else p
-        digest, size = _hash_file(src)
+        if not _utf8(str(src.resolve())):
+            # ncu_report takes UTF-8 file names only (a name with other bytes is a
+            # TypeError in the reader): it opens a link with a plain name instead.
+            _hash_file(src)  # a missing or empty file is said as such first
+            link = Path(tmp) / "report.ncu-rep"
+            link.symlink_to(src.resolve())
+            src = link
+        digest, size = _hash_file(src, shown=p)
         # fetchall, not fetchone: DuckDB refuses other work on a connection whose result
         # was not read to the end.
         found = con.execute("SELECT report_id, num_launches FROM reports WHERE sha256 = ?", [digest]).fetchall()
@@ -192,7 +199,7 @@ def _gunzip(p: Path, dest: Path) -> Path:
             while chunk := f.read(1 << 20):
                 written += len(chunk)
                 if written > MAX_GUNZIP_BYTES:
-                    raise ReportError(f"{p}: expands to more than {MAX_GUNZIP_BYTES >> 30} GiB; "
+                    raise ReportError(f"{p}: expands to more than {MAX_GUNZIP_BYTES:,} bytes; "
                                       "not a plausible compressed report")
                 out.write(chunk)
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
@@ -202,13 +209,16 @@ def _gunzip(p: Path, dest: Path) -> Path:
     return dest
 
 
-def _hash_file(p: Path) -> tuple[str, int]:
-    if p.is_dir():
+def _hash_file(src: Path, shown: Path | None = None) -> tuple[str, int]:
+    """SHA-256 and size of `src`; messages name `shown` (the user's path when `src` is a
+    decompressed copy)."""
+    p = shown or src
+    if src.is_dir():
         raise ReportError(f"{p}: is a directory, not an Nsight Compute report (.ncu-rep)")
     h = hashlib.sha256()
     size = 0
     try:
-        with open(p, "rb") as f:
+        with open(src, "rb") as f:
             while chunk := f.read(1 << 20):
                 h.update(chunk)
                 size += len(chunk)
@@ -217,8 +227,17 @@ def _hash_file(p: Path) -> tuple[str, int]:
     except OSError as e:
         raise ReportError(f"{p}: cannot read it ({e.strerror or e}); check its permissions") from None
     if size == 0:
-        raise ReportError(f"{p}: is empty (0 bytes), not an Nsight Compute report; collect it again with ncu -o")
+        what = "decompresses to nothing" if shown not in (None, src) else "is empty (0 bytes)"
+        raise ReportError(f"{p}: {what}, not an Nsight Compute report; collect it again with ncu -o")
     return h.hexdigest(), size
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of a file name, kept as surrogates
+        return False
+    return True
 
 
 def _reader_count(size: int) -> int:
@@ -347,7 +366,7 @@ class _ReaderPool:
         for i, w in enumerate(workers):
             # The reader may not share our working directory for long: an absolute path
             # to open, and the path as given for its messages.
-            w.send({"open": str(src.resolve()), "name": str(p), "out": str(out), "reader": i,
+            w.send({"open": os.path.abspath(src), "name": str(p), "out": str(out), "reader": i,
                     "readers": len(workers)}, "opening")
         index = {id(w): i for i, w in enumerate(workers)}
         metas: list[dict | None] = [None] * len(workers)
@@ -455,7 +474,7 @@ def _report_row(path: Path, digest: str, size: int, metas: list[dict]) -> dict:
     major, minor = first["cc_major"], first["cc_minor"]
     have_cc = isinstance(major, int) and isinstance(minor, int)
     return {
-        "path": str(path),
+        "path": str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),  # storable
         "sha256": digest,
         "size_bytes": size,
         "ncu_version": None,  # ncu_report does not expose the collecting ncu's version

@@ -9,7 +9,11 @@ flood or crash wsperf.
   full pipe, and only the first `HEAD` and last `TAIL` bytes of each are kept (with the
   total count): a repro that prints gigabytes costs a few hundred KiB;
 - `on_timeout(pid)` runs while the timed-out child is still alive (the hang capture
-  attaches to it), before the group is killed.
+  attaches to it), before the group is killed;
+- a descendant that left the group (setsid: a daemon) is ended too: on Linux this
+  process becomes a child subreaper, so such orphans are re-parented to it instead of
+  to init, and whatever child of it appeared during the run is killed and reaped once
+  the group is gone.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -93,6 +98,8 @@ def run_bounded(argv: list[str], *, timeout: float, cwd: str | os.PathLike[str] 
     product: a SASS dump, a capture), not bounded. Raises OSError when the program
     cannot be started."""
     t0 = time.monotonic()
+    reaping = _become_subreaper()
+    before = _children() if reaping else set()
     sink = None
     if stdout_file is not None:
         stdout_file.parent.mkdir(parents=True, exist_ok=True)
@@ -121,6 +128,8 @@ def run_bounded(argv: list[str], *, timeout: float, cwd: str | os.PathLike[str] 
         # outlives this call; a leader that exited may have left children running.
         kill_group(pgid, p)
         p.wait()
+        if reaping:
+            _end_strays(before | {p.pid})
         for d in drains:
             if d.stream is not None:
                 d.join(timeout=5)
@@ -129,6 +138,65 @@ def run_bounded(argv: list[str], *, timeout: float, cwd: str | os.PathLike[str] 
         out.total = stdout_file.stat().st_size
     return Completed(list(argv), None if timed_out else p.returncode, round(time.monotonic() - t0, 3), timed_out,
                      out.text(), errs.text(), out.total, errs.total, p.pid)
+
+
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+_subreaper: bool | None = None
+
+
+def _become_subreaper() -> bool:
+    """Make this process the subreaper of its descendants (Linux; once). False where
+    that is not possible: then a descendant that left the group can outlive the run."""
+    global _subreaper
+    if _subreaper is None:
+        _subreaper = False
+        if sys.platform.startswith("linux") and os.path.isdir("/proc"):
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            except (OSError, AttributeError):
+                pass
+    return _subreaper
+
+
+def _children() -> set[int]:
+    """The pids whose parent is this process (Linux /proc)."""
+    me, out = os.getpid(), set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last ')'
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            out.add(int(entry.name))
+    return out
+
+
+def _end_strays(known: set[int]) -> None:
+    """Kill and reap every child of this process not in `known`: descendants of the run
+    that left its process group and were re-parented here when their parent ended.
+    Killing one may orphan its own children to us, so repeat (bounded)."""
+    for _ in range(50):
+        strays = _children() - known
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:  # reaped elsewhere (a Popen of this process)
+                known.add(pid)
 
 
 def save(data: bytes, path: Path) -> None:

@@ -6,13 +6,19 @@ counts and the warp/thread conditions of role branches are still readable withou
 (SASS has lost the symbols), and NVIDIA ships no PTX reader. So this is a small, strict
 line parser for the subset nvcc and inline asm emit, not a PTX front end:
 
-- a statement is `[@[!]pred] opcode[.mod...] operands ;`, a label `name:`, a `{` / `}`
-  scope (inline asm blocks reuse label names, so labels are resolved per scope), or a
-  directive (`.reg`, `.shared`, `.local`, `.pragma` ...);
+- a statement is `[@[!]pred] opcode[.mod...] operands ;` (a `call` may span lines), a
+  label `name:`, a `{` / `}` scope, or a directive (`.reg`, `.shared`, `.local`, `.pragma`
+  ...). Inline asm blocks and nvcc's `{ .reg .b64 %tmp; ... }` reuse register and label
+  names, so both are scoped: a register declared inside a `{ }` is renamed `name$sN` (N:
+  the scope), a label is resolved from the branch's scope outwards;
 - a line that is none of those is kept in `Entry.unparsed` with its line number: the
   worksheet turns each one into an `assumption` item saying what it could not read,
   instead of guessing;
-- `.func` bodies are not followed (a `call` into one is reported, not analysed).
+- `.func` bodies are parsed too, and each direct `call` to one whose body is in the module
+  is expanded in place (registers renamed `name$cK`, `.param` arguments and return values
+  turned into `mov`s, `ret` into a branch past the body), so what a non-inlined device
+  function does runs under its caller's conditions. Calls that cannot be followed
+  (indirect, extern, recursive) are listed in `Entry.calls` as not followed.
 
 The PTX comes from a `.ptx` file, from `nvcc -ptx` on a `.cu` file, or from
 `cuobjdump -ptx` on a binary / cubin / fatbin that embeds it.
@@ -22,22 +28,32 @@ from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wsperf.collectors.disasm import DEFAULT_CU_ARCH, TOOL_TIMEOUT_S, _run, find_tool, run_nvcc
 from wsperf.collectors.errors import InputError
 
-_COMMENT = re.compile(r"//.*?$|/\*.*?\*/", re.S | re.M)
+# A block comment left open runs to the end of the text: matched in one pass (waiting
+# for a `*/` that never comes made every later `/*` rescan the rest: quadratic).
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
 _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(")
-_FUNC = re.compile(r"\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)")
+_FUNC = re.compile(r"\.func\s+(?:\(([^)]*)\)\s*)?([\w$.]+)")
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?(?:\.ptr\S*\s+)*\.\w+\s+([\w$]+)")
 _NTID = re.compile(r"\.(maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 _SHARED = re.compile(r"^(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$.]+)(?:\[(\d*)\])?\s*;$")
 _LABEL = re.compile(r"^([\w$]+):$")
 _STMT = re.compile(r"^(?:@(!?)(%?[\w$]+)\s+)?([a-z][\w.:]*)(?:\s+(.*?))?\s*;$")
 _DIRECTIVE = re.compile(r"^\.(reg|local|param|pragma|loc|file|section|const|global|maxnreg|minnctapersm|"
                         r"maxnctapersm|noreturn|explicitcluster|reqnctapercluster|maxclusterrank)\b")
+_REG = re.compile(r"^\.reg\s+(?:\.v\d\s+)?\.\w+\s+(.+?)\s*;$")
 _TARGET = re.compile(r"^\s*\.target\s+([\w,\s]+?)\s*$", re.M)
+_TOKEN = re.compile(r"(?<![\w$%.])(%?[A-Za-z_$][\w$]*)")
+# special registers keep their names when a function body is expanded into its caller
+_SPECIAL = re.compile(r"^%(tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid|lanemask_\w+|clock\w*|"
+                      r"globaltimer\w*|pm\d\w*|envreg\d+|\w*smem_size|reserved_smem\w*|cluster\w*|nclusterid|"
+                      r"is_explicit_cluster|current_graph_exec)$")
+_MAX_CALL_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -48,6 +64,7 @@ class Stmt:
     guard: str | None = None  # predicate register, e.g. '%p1' or 'P1'
     negated: bool = False  # '@!%p1'
     scope: int = 0  # the `{ }` scope it sits in (0: the entry's body)
+    via: int = 0  # expanded from a `.func`: the line of the kernel's call that led here (0: the kernel's own)
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,16 @@ class SharedDecl:
         return width * self.count
 
 
+@dataclass(frozen=True)
+class Call:
+    """A `call` in a kernel (or in a function it calls) and what became of it."""
+    line: int
+    callee: str
+    followed: bool
+    statements: int = 0  # statements expanded in place
+    why: str = ""  # why it was not followed
+
+
 @dataclass
 class Entry:
     name: str
@@ -79,15 +106,25 @@ class Entry:
     body: list[Stmt | tuple[str, int, int]] = field(default_factory=list)  # Stmt or (label, scope, line)
     parents: dict[int, int] = field(default_factory=dict)  # scope -> enclosing scope
     unparsed: list[tuple[int, str]] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+
+
+@dataclass
+class Func(Entry):
+    """A `.func` with a body: its `.param` names in order (arguments, return values)."""
+    params: list[str] = field(default_factory=list)
+    rets: list[str] = field(default_factory=list)
 
 
 def parse(text: str) -> list[Entry]:
-    """Every `.entry` of a PTX module, in order. Raises InputError when `text` is not PTX."""
+    """Every `.entry` of a PTX module, in order, with the calls into the module's `.func`
+    bodies expanded. Raises InputError when `text` is not PTX."""
     if not re.search(r"^\s*\.version\s+\d", text, re.M) or not _TARGET.search(text):
         raise InputError("not PTX: no `.version` / `.target` directive")
     clean = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     lines = clean.split("\n")
     entries: list[Entry] = []
+    funcs: dict[str, Func] = {}
     module_shared: list[SharedDecl] = []
     target = None
     i = 0
@@ -98,17 +135,35 @@ def parse(text: str) -> list[Entry]:
         m = _ENTRY.search(s)
         fm = None if m else _FUNC.search(s)
         if m or fm:
-            # header up to the opening brace: params, .maxntid / .reqntid
-            entry = Entry(m.group(1), i + 1, target) if m else None
-            while i < len(lines) and "{" not in lines[i].split("//")[0]:
-                nm = _NTID.search(lines[i])
-                if nm and entry is not None and (entry.ntid_kind != "reqntid"):
-                    entry.ntid = tuple(int(g) if g else 1 for g in nm.groups()[1:])  # type: ignore[assignment]
-                    entry.ntid_kind = nm.group(1)
+            # header up to the opening brace (params, .maxntid / .reqntid), or up to the
+            # `;` of a declaration without a body (a prototype, an .extern .func)
+            start, header = i, []
+            while i < len(lines) and "{" not in lines[i] and not lines[i].rstrip().endswith(";"):
+                header.append(lines[i])
                 i += 1
+            if i >= len(lines) or "{" not in lines[i]:
+                i += 1
+                continue
+            header.append(lines[i].split("{")[0])
+            lines[i] = lines[i][lines[i].index("{"):]  # the body starts at its brace, even on the header's line
+            text_h = " ".join(header)
+            if m:
+                entry: Entry = Entry(m.group(1), start + 1, target)
+                for nm in _NTID.finditer(text_h):
+                    if entry.ntid_kind != "reqntid":
+                        entry.ntid = tuple(int(g) if g else 1 for g in nm.groups()[1:])  # type: ignore[assignment]
+                        entry.ntid_kind = nm.group(1)
+            else:
+                hm = _FUNC.search(text_h)
+                assert hm is not None
+                rest = text_h[hm.end():]
+                entry = Func(hm.group(2), start + 1, target, params=_PARAM.findall(rest),
+                             rets=_PARAM.findall(hm.group(1) or ""))
             i = _body(lines, i, entry)
-            if entry is not None:
-                entry.shared = module_shared + entry.shared
+            entry.shared = module_shared + entry.shared
+            if isinstance(entry, Func):
+                funcs[entry.name] = entry
+            else:
                 entries.append(entry)
             continue
         sm = _SHARED.match(re.sub(r"^\.(?:visible|weak)\s+", "", s))
@@ -117,6 +172,9 @@ def parse(text: str) -> list[Entry]:
         i += 1
     if not entries:
         raise InputError("the PTX holds no kernel (.entry)")
+    expanded: dict[str, Func] = {}
+    for e in entries:
+        _expand_calls(e, funcs, expanded, ())
     return entries
 
 
@@ -125,20 +183,58 @@ def _shared(m: re.Match, line: int, extern: bool) -> SharedDecl:
     return SharedDecl(name, elem, int(count) if count else None, int(align) if align else None, line, extern)
 
 
-def _body(lines: list[str], i: int, entry: Entry | None) -> int:
-    """Parse from the line holding the entry's `{` to its matching `}`; the next index."""
+def _reg_names(decl: str) -> list[str]:
+    """`p`, `%tmp`, `%r<4>` (-> %r0..%r3) declared by one `.reg` directive."""
+    out: list[str] = []
+    for part in decl.split(","):
+        part = part.strip()
+        rm = re.fullmatch(r"(%?[\w$]+)<(\d+)>", part)
+        if rm:
+            out += [f"{rm.group(1)}{k}" for k in range(min(int(rm.group(2)), 4096))]
+        elif re.fullmatch(r"%?[\w$]+", part):
+            out.append(part)
+    return out
+
+
+def _rename(text: str, fn) -> str:
+    return _TOKEN.sub(lambda m: fn(m.group(1)), text)
+
+
+def _body(lines: list[str], i: int, entry: Entry) -> int:
+    """Parse from the line holding the body's `{` to its matching `}`; the next index."""
     depth = 0
     stack: list[int] = []
     next_scope = 0
+    renames: dict[int, dict[str, str]] = {}  # scope -> {declared name: scoped name}
+    pending, pending_line = "", 0  # a statement continued on the next line (call ... ;)
+
+    def scoped(name: str, scope: int) -> str:
+        while True:
+            r = renames.get(scope)
+            if r and name in r:
+                return r[name]
+            if scope == 0:
+                return name
+            scope = entry.parents.get(scope, 0)
+
     while i < len(lines):
         raw = lines[i].strip()
         lineno = i + 1
         i += 1
+        if pending and raw.startswith(("{", "}")):
+            entry.unparsed.append((pending_line, pending))
+            pending = ""
+        elif pending:
+            raw, lineno = pending + " " + raw, pending_line
+            pending = ""
         # a line may hold several statements (inline asm); braces stand alone or lead
-        for piece in _pieces(raw):
+        pieces = _pieces(raw)
+        if pieces and _continues(pieces[-1]):
+            pending, pending_line = pieces.pop(), lineno
+        for piece in pieces:
             if piece == "{":
                 depth += 1
-                if depth > 1 and entry is not None:
+                if depth > 1:
                     next_scope += 1
                     entry.parents[next_scope] = stack[-1] if stack else 0
                     stack.append(next_scope)
@@ -150,8 +246,6 @@ def _body(lines: list[str], i: int, entry: Entry | None) -> int:
                 if stack:
                     stack.pop()
                 continue
-            if entry is None:
-                continue
             scope = stack[-1] if stack else 0
             lm = _LABEL.match(piece)
             if lm:
@@ -159,8 +253,11 @@ def _body(lines: list[str], i: int, entry: Entry | None) -> int:
                 continue
             if piece.startswith("."):
                 sm = _SHARED.match(piece)
+                rm = _REG.match(piece)
                 if sm:
                     entry.shared.append(_shared(sm, lineno, False))
+                elif rm and scope:
+                    renames.setdefault(scope, {}).update({n: f"{n}$s{scope}" for n in _reg_names(rm.group(1))})
                 elif not _DIRECTIVE.match(piece):
                     entry.unparsed.append((lineno, piece))
                 continue
@@ -169,8 +266,35 @@ def _body(lines: list[str], i: int, entry: Entry | None) -> int:
                 entry.unparsed.append((lineno, piece))
                 continue
             neg, guard, opcode, ops = st.groups()
-            entry.body.append(Stmt(lineno, opcode, tuple(_operands(ops or "")), guard, neg == "!", scope))
+            operands = tuple(_operands(ops or ""))
+            if len(operands) < _least_operands(opcode):
+                entry.unparsed.append((lineno, piece))
+                continue
+            if renames:
+                operands = tuple(_rename(o, lambda n: scoped(n, scope)) for o in operands)
+                guard = scoped(guard, scope) if guard else guard
+            entry.body.append(Stmt(lineno, opcode, operands, guard, neg == "!", scope))
     raise InputError("the PTX ends inside a kernel body (unbalanced braces)")
+
+
+# Operands that every form of these instructions has (PTX ISA); a statement with fewer is
+# kept as unparsed, so the worksheet never reads an operand that is not there.
+_LEAST_OPERANDS = (("mbarrier.init", 2), ("mbarrier.arrive", 2), ("mbarrier.try_wait", 2),
+                   ("mbarrier.test_wait", 2), ("mbarrier.inval", 1), ("tcgen05.alloc", 2), ("tcgen05.dealloc", 2),
+                   ("tcgen05.commit", 1), ("cp.async.mbarrier.arrive", 1))
+
+
+def _least_operands(opcode: str) -> int:
+    if "mbarrier::complete_tx" in opcode:  # cp.async.bulk[.tensor] dst, src..., [mbar]
+        return 3
+    return next((n for prefix, n in _LEAST_OPERANDS if opcode.startswith(prefix)), 0)
+
+
+def _continues(piece: str) -> bool:
+    """An unfinished `call`: nvcc writes its callee and each argument on a line of their own."""
+    if piece in ("{", "}") or piece.endswith(";"):
+        return False
+    return bool(re.match(r"^(@!?%?[\w$]+\s+)?call(\.uni)?\b", piece))
 
 
 def _pieces(raw: str) -> list[str]:
@@ -208,6 +332,111 @@ def _operands(text: str) -> list[str]:
     if cur.strip():
         out.append(cur.strip())
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# calls into .func bodies
+
+
+def _param_ref(op: str) -> tuple[str, int] | None:
+    """`[param0+8]` -> ('param0', 8)."""
+    m = re.fullmatch(r"\[\s*([\w$]+)\s*(?:\+\s*(-?\d+))?\s*\]", op.strip())
+    return (m.group(1), int(m.group(2) or 0)) if m else None
+
+
+def _call_parts(operands: tuple[str, ...]) -> tuple[str | None, list[str], list[str]]:
+    """`call (ret), f, (a, b)` -> ('f', ['ret'], ['a', 'b']); the callee may be a register."""
+    callee, rets, args = None, [], []
+    for o in operands:
+        if o.startswith("("):
+            names = [x.strip() for x in o.strip("()").split(",") if x.strip()]
+            if callee is None:
+                rets = names
+            else:
+                args = names
+                break
+        elif callee is None:
+            callee = o
+    return callee, rets, args
+
+
+def _expand_calls(e: Entry, funcs: dict[str, Func], done: dict[str, Func], stack: tuple[str, ...]) -> None:
+    """Expand, in `e.body`, every direct call to a `.func` of the module (depth first)."""
+    body: list[Stmt | tuple[str, int, int]] = []
+    stored: dict[tuple[int, str, int], str] = {}  # (scope, .param name, offset) -> operand the caller stored
+    returned: dict[tuple[int, str, int], str | None] = {}  # the same for values the callee returned
+    next_scope = max(e.parents, default=0) + 1
+    calls: list[Call] = []
+    k = 0
+    for item in e.body:
+        if isinstance(item, tuple):
+            body.append(item)
+            continue
+        op = item.opcode
+        if op.startswith("st.param") and len(item.operands) == 2 and (ref := _param_ref(item.operands[0])):
+            stored[(item.scope, *ref)] = item.operands[1]
+        elif op.startswith("ld.param") and len(item.operands) == 2 and (ref := _param_ref(item.operands[1])) \
+                and returned.get((item.scope, *ref)):
+            item = replace(item, opcode="mov." + op.split(".")[-1],
+                           operands=(item.operands[0], returned[(item.scope, *ref)]))
+        body.append(item)
+        if op.split(".")[0] != "call":
+            continue
+        callee, ret_names, arg_names = _call_parts(item.operands)
+        f = funcs.get(callee or "")
+        why = ("indirect (through a register)" if not callee or callee.startswith("%") else
+               "its body is not in this PTX (.extern, or another module)" if f is None else
+               "recursive" if callee in stack else
+               f"calls nested deeper than {_MAX_CALL_DEPTH}" if len(stack) >= _MAX_CALL_DEPTH else "")
+        if why or f is None:
+            calls.append(Call(item.line, callee or " ".join(item.operands), False, why=why))
+            continue
+        fx = done.get(f.name)
+        if fx is None:
+            fx = replace(f, body=list(f.body), parents=dict(f.parents), unparsed=list(f.unparsed), calls=[])
+            _expand_calls(fx, funcs, done, stack + (f.name,))
+            done[f.name] = fx
+        k += 1
+        tag, base = f"$c{k}", next_scope  # the callee's scope j becomes base + j
+        next_scope = base + max(fx.parents, default=0) + 1
+        e.parents[base] = item.scope
+        e.parents.update({base + j: base + p for j, p in fx.parents.items()})
+
+        def ren(n: str, tag: str = tag) -> str:
+            return n + tag if (n.startswith("%") and not _SPECIAL.match(n)) or re.search(r"\$s\d", n) else n
+
+        via = item.via or item.line
+        if item.guard:  # a predicated call: the body runs where the predicate holds
+            body.append(Stmt(item.line, "bra", ("$ret",), item.guard, not item.negated, base, via))
+        n = 0
+        for x in fx.body:
+            if isinstance(x, tuple):
+                body.append((x[0], base + x[1], x[2]))
+                continue
+            st = replace(x, operands=tuple(_rename(o, ren) for o in x.operands),
+                         guard=ren(x.guard) if x.guard else None, scope=base + x.scope, via=via)
+            ref = _param_ref(x.operands[-1]) if x.operands else None
+            if x.opcode.startswith("ld.param") and ref and ref[0] in fx.params:
+                idx = fx.params.index(ref[0])
+                val = stored.get((item.scope, arg_names[idx], ref[1])) if idx < len(arg_names) else None
+                if val is not None:
+                    st = replace(st, opcode="mov." + x.opcode.split(".")[-1], operands=(st.operands[0], val))
+            elif x.opcode.startswith("st.param") and (ref := _param_ref(x.operands[0])) and ref[0] in fx.rets:
+                idx = fx.rets.index(ref[0])
+                if idx < len(ret_names):
+                    key = (item.scope, ret_names[idx], ref[1])
+                    returned[key] = None if key in returned else st.operands[1]  # two returns: not followed
+            elif x.opcode.split(".")[0] == "ret":
+                st = replace(st, opcode="bra.uni", operands=("$ret",))
+            body.append(st)
+            n += 1
+        body.append(("$ret", base, item.line))
+        calls.append(Call(item.line, f.name, True, n))
+        calls += fx.calls
+        e.unparsed += [u for u in fx.unparsed if u not in e.unparsed]
+        e.shared += [d for d in fx.shared if d.name not in {s.name for s in e.shared}]
+    e.body = body
+    e.calls = calls
 
 
 # ---------------------------------------------------------------------------------------

@@ -25,17 +25,23 @@ Each finding is classified into the handoff of a warp-specialized kernel that it
 never produced. The XML does not name its tool; it is taken from the caller or from the
 record kinds, and a caller's tool that the records contradict is an error.
 
-Safety: the file is parsed with the standard library's expat-based ElementTree after
-rejecting any DOCTYPE or ENTITY declaration (compute-sanitizer writes neither), so
-entity-expansion bombs and external entities never reach the parser.
+Safety: compute-sanitizer writes UTF-8 and no DTD. A file in another encoding (a BOM
+or declaration of UTF-16, UTF-32 or anything not ASCII-compatible, where a DOCTYPE
+would not show as bytes) is refused, then any DOCTYPE or ENTITY declaration is, so
+entity-expansion bombs and external entities never reach the standard library's
+expat-based parser. The file is parsed as a stream, one <record> at a time, each
+dropped once read: memory follows the findings, not the file's element tree (a 185 MB
+file of 100,000 records, tests/test_bad_inputs.py). Numbers must fit their columns.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, fields
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from enum import StrEnum
 from importlib import resources
@@ -137,38 +143,44 @@ def read_sanitizer_xml(path: str | os.PathLike[str], *, tool: str | None = None)
     the caller ran; without it the tool is inferred from the records. Raises
     SanitizerOutputError for a missing, empty, truncated or foreign file."""
     p = Path(path)
+    return parse_sanitizer_xml(_read(p), tool=tool, source=str(p))
+
+
+def _read(p: Path) -> bytes:
     try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise SanitizerOutputError(f"{p}: cannot read ({e.strerror or e}); give the file written by "
-                                   "`compute-sanitizer --xml --save FILE`") from None
-    return parse_sanitizer_xml(data, tool=tool, source=str(p))
+        return p.read_bytes()
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise SanitizerOutputError(f"{p}: cannot read ({getattr(e, 'strerror', None) or e}); give the file "
+                                   "written by `compute-sanitizer --xml --save FILE`") from None
 
 
 def parse_sanitizer_xml(data: bytes, *, tool: str | None = None, source: str = "<bytes>") -> SanitizerOutput:
     """Parse compute-sanitizer XML held in `data` (see `read_sanitizer_xml`)."""
     if tool is not None and tool not in TOOLS:
         raise SanitizerOutputError(f"{source}: unknown tool {tool!r}; use one of {', '.join(TOOLS)}")
-    root = _parse_root(data, source)
-    records = root.findall("record")
-    kinds = [_text(r, "kind") for r in records]
-    implied = {_KIND_TOOL[k] for k in kinds if k in _KIND_TOOL}
-    if len(implied) > 1:
-        raise SanitizerOutputError(f"{source}: records of several tools ({', '.join(sorted(implied))}) in one "
-                                   "file; compute-sanitizer writes one tool's records per run")
-    if tool is not None and implied and implied != {tool}:
-        raise SanitizerOutputError(f"{source}: records are {implied.pop()} records, not {tool}; "
-                                   "give the tool that wrote the file")
-    run_tool = tool or (implied.pop() if implied else None)
+    implied: set[str] = set()
     findings: list[SanitizerFinding] = []
-    for i, (rec, kind) in enumerate(zip(records, kinds)):
+    records = 0
+    for i, rec in enumerate(_records(data, source)):
+        records += 1
+        kind = _text(rec, "kind")
         if not kind:
             raise SanitizerOutputError(f"{source}: record {i} has no <kind>; the file is not compute-sanitizer output")
+        implied |= {_KIND_TOOL[kind]} if kind in _KIND_TOOL else set()
+        if len(implied) > 1:
+            raise SanitizerOutputError(f"{source}: records of several tools ({', '.join(sorted(implied))}) in one "
+                                       "file; compute-sanitizer writes one tool's records per run")
+        if tool is not None and implied and implied != {tool}:
+            raise SanitizerOutputError(f"{source}: records are {implied.pop()} records, not {tool}; "
+                                       "give the tool that wrote the file")
         try:
-            findings.extend(_findings(rec, i, kind, run_tool))
+            findings.extend(_findings(rec, i, kind, tool))
         except ValueError as e:
             raise SanitizerOutputError(f"{source}: record {i} ({kind}): {e}") from None
-    return SanitizerOutput(run_tool, len(records), tuple(findings))
+    run_tool = tool or (implied.pop() if implied else None)
+    if run_tool != tool:  # inferred from the records: known only once they are all read
+        findings = [replace(f, tool=run_tool) for f in findings]
+    return SanitizerOutput(run_tool, records, tuple(findings))
 
 
 def sanitizer_schema_sql() -> str:
@@ -184,15 +196,15 @@ def load_sanitizer_xml(con: Any, path: str | os.PathLike[str], *, tool: str | No
     from wsperf.collectors.store import transaction
 
     p = Path(path)
-    output = read_sanitizer_xml(p, tool=tool)
-    data = p.read_bytes()
+    data = _read(p)
+    output = parse_sanitizer_xml(data, tool=tool, source=str(p))
     digest = hashlib.sha256(data).hexdigest()
     table = _arrow(output.findings)
     with transaction(con, f"sanitizer output {p}"):
         con.execute(sanitizer_schema_sql())
         ((run_id,),) = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM sanitizer_runs").fetchall()
         con.execute("INSERT INTO sanitizer_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [run_id, str(p.resolve()), digest, len(data), output.tool, command, output.records,
+                    [run_id, _shown(p.resolve()), digest, len(data), output.tool, _shown(command), output.records,
                      datetime.now(timezone.utc).replace(tzinfo=None)])
         con.register("_wsperf_sanitizer", table)
         try:
@@ -206,24 +218,63 @@ def load_sanitizer_xml(con: Any, path: str | os.PathLike[str], *, tool: str | No
 # ---------------------------------------------------------------------------------------
 
 
-def _parse_root(data: bytes, source: str) -> ET.Element:
+_CHUNK = 64 << 10  # bytes fed to the parser at a time (larger chunks parse slower)
+# The encodings in which a DOCTYPE would not show as ASCII bytes: refused (see the module
+# docstring); an XML declaration may name only these.
+_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+_DECLARED = re.compile(rb"^(?:\xef\xbb\xbf)?<\?xml[^>]*?\bencoding\s*=\s*[\"']([^\"']*)[\"']")
+_ASCII_COMPATIBLE = {"utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1"}
+
+
+def _records(data: bytes, source: str) -> Iterator[ET.Element]:
+    """The <record> children of the root, each complete, in file order; each is dropped
+    from the tree once the caller has it."""
     how = "give the file written by `compute-sanitizer --xml --save FILE`"
     if not data.strip():
         raise SanitizerOutputError(f"{source}: is empty; {how}")
+    declared = _DECLARED.match(data[:512])
+    if data.startswith(_BOMS) or b"\x00" in data[:4] or (
+            declared and declared.group(1).decode("ascii", "replace").lower() not in _ASCII_COMPATIBLE):
+        raise SanitizerOutputError(f"{source}: is not UTF-8 text (compute-sanitizer writes UTF-8); {how}")
     # compute-sanitizer never declares a DTD; refusing one keeps entity expansion (and
     # external entities) out of the parser.
     if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
         raise SanitizerOutputError(f"{source}: declares a DOCTYPE or ENTITY, which compute-sanitizer output "
                                    f"never does; refusing to parse it; {how}")
+    parser = ET.XMLPullParser(events=("start", "end"))
+    root: ET.Element | None = None
+    depth = 0
     try:
-        root = ET.fromstring(data)
+        for at in range(0, len(data), _CHUNK):
+            parser.feed(data[at:at + _CHUNK])
+            for event, elem in parser.read_events():
+                if event == "start":
+                    depth += 1
+                    if root is None:
+                        root = elem
+                        if root.tag != ROOT:
+                            raise SanitizerOutputError(
+                                f"{source}: is XML but not compute-sanitizer output (root <{_shown(root.tag)}>, "
+                                f"expected <{ROOT}>); {how}")
+                    continue
+                depth -= 1
+                if depth == 1 and elem.tag == "record":
+                    yield elem
+                    root.clear()  # type: ignore[union-attr]  # the records read so far (the iterparse idiom)
+        parser.close()
     except ET.ParseError as e:
         raise SanitizerOutputError(f"{source}: is not complete XML ({e}); the run may have been cut short; "
                                    f"{how}") from None
-    if root.tag != ROOT:
-        raise SanitizerOutputError(f"{source}: is XML but not compute-sanitizer output (root <{root.tag}>, "
-                                   f"expected <{ROOT}>); {how}")
-    return root
+    except (LookupError, ValueError) as e:  # an encoding expat does not know, or a multi-byte one
+        raise SanitizerOutputError(f"{source}: cannot be decoded ({e}); compute-sanitizer writes UTF-8; "
+                                   f"{how}") from None
+
+
+def _shown(text: str | os.PathLike[str] | None) -> str | None:
+    """`text` storable as UTF-8: undecodable bytes of a file name (surrogates) as \\xNN."""
+    if text is None:
+        return None
+    return str(text).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _findings(rec: ET.Element, idx: int, kind: str, tool: str | None) -> list[SanitizerFinding]:
@@ -316,9 +367,19 @@ def _int(e: ET.Element, tag: str) -> int | None:
         return None
     try:
         # Addresses and PCs are hex ('0x8e0'); lines, sizes, counts and indices decimal.
-        return int(s, 16) if s.lower().startswith("0x") else int(s)
+        v = int(s, 16) if s.lower().startswith("0x") else int(s)
     except ValueError:
-        raise ValueError(f"<{tag}> is {s!r}, not a number") from None
+        raise ValueError(f"<{tag}> is {s[:40]!r}, not a number") from None
+    limit = _LIMITS.get(tag, 1 << 63)
+    if not 0 <= v < limit:
+        raise ValueError(f"<{tag}> is {s[:40]!r}, outside 0 .. {limit - 1}")
+    return v
+
+
+# The largest value + 1 each element may hold: the width of its column (pc, address:
+# UBIGINT; line, size and thread/block indices: INTEGER; counts and grid ids: BIGINT).
+_LIMITS = {"pc": 1 << 64, "address": 1 << 64, "line": 1 << 31, "size": 1 << 31,
+           "x": 1 << 31, "y": 1 << 31, "z": 1 << 31}
 
 
 def _dim3(e: ET.Element | None) -> Dim3 | None:
@@ -348,12 +409,13 @@ _DIM3_FIELDS = {"block", "thread", "other_thread"}  # stored as <name>_x, <name>
 
 def _arrow(findings: tuple[SanitizerFinding, ...]) -> pa.Table:
     cols: dict[str, list[Any]] = {f.name: [] for f in _COLUMNS}
+    names = [field.name for field in fields(SanitizerFinding)]
     for f in findings:
-        for field in fields(f):
-            v = getattr(f, field.name)
-            if field.name in _DIM3_FIELDS:
+        for name in names:
+            v = getattr(f, name)
+            if name in _DIM3_FIELDS:
                 for axis, x in zip("xyz", v or (None, None, None)):
-                    cols[f"{field.name}_{axis}"].append(x)
+                    cols[f"{name}_{axis}"].append(x)
             else:
-                cols[field.name].append(v.value if isinstance(v, Handoff) else v)
+                cols[name].append(v.value if isinstance(v, Handoff) else v)
     return pa.Table.from_arrays([pa.array(cols[f.name], f.type) for f in _COLUMNS], schema=_COLUMNS)

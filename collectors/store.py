@@ -5,12 +5,24 @@
 (idempotent) and checks that a file it did not just create is a wsperf store of the
 same layout, so a wrong `--db` fails with one clear StoreError instead of a confusing
 query error later. `transaction` is how loaders write: all or nothing.
+
+Several processes. DuckDB lets one process open a file for writing, or any number open
+it read-only, never both (an OS file lock; a second process gets "Could not set lock on
+file"). So `open_store` waits for the lock: it retries for `lock_timeout` seconds,
+saying once on stderr that it waits and for whom, then fails with one StoreError naming
+the file. Two nightly jobs pointed at one store thus run one after the other instead of
+one of them failing. A process killed mid-write (even SIGKILL) leaves no lock behind:
+the OS drops it with the process, and DuckDB's write-ahead log holds only committed
+transactions, so the next open sees the store as of the last commit (tests/test_store_safety.py).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,12 +36,30 @@ SCHEMA_VERSION = "2"
 
 # The tables a report fills, in the order the loader writes them.
 TABLES = ("reports", "launches", "metrics", "sass", "stalls", "opcodes", "ncu_rules")
+# The run history (`wsperf analyze --db`): which reports each recorded run loaded.
+HISTORY_TABLES = ("runs", "run_reports")
+# Tables keyed by launch_id (each row belongs to one launch).
+LAUNCH_TABLES = ("metrics", "sass", "stalls", "opcodes", "ncu_rules", "role_pcs")
+
+# How long a command waits for another process to release the store (seconds): long
+# enough for a nightly analyze of a few reports, short enough that a wedged job is noticed.
+LOCK_TIMEOUT_S = 300.0
+# DuckDB's message when another process holds the file: 'IO Error: Could not set lock on
+# file "...": Conflicting lock is held in /usr/bin/python3 (PID 123). See also ...'
+_LOCKED = re.compile(r"Could not set lock on file")
+_HOLDER = re.compile(r"\(PID (\d+)\)")
+# Connections inside a `transaction` block, by id(): a nested block joins the outer one.
+_OPEN_TRANSACTIONS: set[int] = set()
 
 
-def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = False,
+               lock_timeout: float = LOCK_TIMEOUT_S,
+               on_wait: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
     """A connection to the store at `path` (a DuckDB file, created if absent), or to a
     fresh in-memory store when `path` is None. `read_only` opens an existing store for
-    queries only (no schema changes, other readers allowed)."""
+    queries only (no schema changes, other readers allowed). While another process holds
+    the file, waits up to `lock_timeout` seconds, calling `on_wait(message)` once
+    (default: the message on stderr)."""
     if path is None:
         if read_only:
             raise StoreError("an in-memory store cannot be opened read-only: give the path of a store file")
@@ -44,11 +74,7 @@ def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = 
         raise StoreError(f"{p}: no such store; create it by loading a report into it first")
     if not p.parent.is_dir():
         raise StoreError(f"{p}: directory {p.parent} does not exist; create it first or pick another path")
-    try:
-        con = duckdb.connect(str(p), read_only=read_only)
-    except duckdb.Error as e:
-        raise StoreError(f"{p}: cannot open as a DuckDB store ({_first_line(e)}); "
-                         "give a store written by wsperf, or a new file name") from None
+    con = _connect(p, read_only, lock_timeout, on_wait)
     try:
         if read_only:
             _check_version(con, p)
@@ -60,14 +86,59 @@ def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = 
     return con
 
 
+def _connect(p: Path, read_only: bool, lock_timeout: float,
+             on_wait: Callable[[str], None] | None) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + max(lock_timeout, 0.0)
+    waited = False
+    pause = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(p), read_only=read_only)
+        except duckdb.IOException as e:
+            if not _LOCKED.search(str(e)):
+                raise StoreError(f"{p}: cannot open as a DuckDB store ({_first_line(e)}); "
+                                 "give a store written by wsperf, or a new file name") from None
+            pid = _HOLDER.search(str(e))
+            holder = f"PID {pid.group(1)}" if pid else "another process"
+            # A reader waits only for a writer; a writer waits for writers and readers.
+            doing = "writing it" if read_only else "writing or reading it"
+            if time.monotonic() >= deadline:
+                raise StoreError(f"{p}: another wsperf is {doing} ({holder} holds the lock) and did not finish within "
+                                 f"{lock_timeout:g} s; wait for it to finish, or give a longer --lock-timeout") from None
+            if not waited:
+                waited = True
+                (on_wait or _note)(f"wsperf: waiting for {p}: another wsperf is {doing} ({holder} holds the lock); "
+                                   f"giving up after {lock_timeout:g} s (--lock-timeout)")
+            time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
+            pause = min(pause * 2, 0.5)
+        except duckdb.Error as e:
+            raise StoreError(f"{p}: cannot open as a DuckDB store ({_first_line(e)}); "
+                             "give a store written by wsperf, or a new file name") from None
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """BEGIN ... COMMIT around the block; ROLLBACK on any exception, which propagates.
-    A DuckDB failure becomes a StoreError naming `what` was being written."""
+    A DuckDB failure becomes a StoreError naming `what` was being written.
+
+    Blocks nest: inside an open block on the same connection, an inner block joins the
+    outer transaction (DuckDB has no savepoints), so a caller can make several loads one
+    unit; a failure inside rolls back everything since the outermost BEGIN."""
+    if id(con) in _OPEN_TRANSACTIONS:
+        try:
+            yield con
+        except duckdb.Error as e:
+            raise StoreError(f"writing {what} failed, nothing was stored: {_first_line(e)}") from e
+        return
     try:
         con.execute("BEGIN TRANSACTION")
     except duckdb.Error as e:
         raise StoreError(f"cannot start writing {what}: {_first_line(e)}") from None
+    _OPEN_TRANSACTIONS.add(id(con))
     try:
         yield con
         con.execute("COMMIT")
@@ -79,12 +150,50 @@ def transaction(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[duckdb.Du
         if isinstance(e, duckdb.Error):
             raise StoreError(f"writing {what} failed, nothing was stored: {_first_line(e)}") from e
         raise
+    finally:
+        _OPEN_TRANSACTIONS.discard(id(con))
 
 
-def table_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Rows per store table, e.g. to show what a load added."""
-    sql = " UNION ALL ".join(f"SELECT '{t}', count(*) FROM {t}" for t in TABLES)
+def table_counts(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...] = TABLES) -> dict[str, int]:
+    """Rows per store table (default: the tables a report fills), e.g. to show what a
+    load added."""
+    sql = " UNION ALL ".join(f"SELECT '{t}', count(*) FROM {t}" for t in tables)
     return dict(con.execute(sql).fetchall())
+
+
+def check_store(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """What is inconsistent in the store, one sentence per problem ([] when sound):
+    rows pointing at launches, reports or runs that do not exist, reports whose launch
+    count disagrees with their launches, runs without reports. Every table is read in
+    full (DuckDB verifies each block's checksum on read), so a damaged file shows up
+    here as a StoreError rather than later."""
+    problems: list[str] = []
+    checks = [(f"{t} rows of launches that do not exist",
+               f"SELECT count(*) FROM {t} WHERE launch_id NOT IN (SELECT launch_id FROM launches)")
+              for t in LAUNCH_TABLES]
+    checks += [
+        ("launches of reports that do not exist",
+         "SELECT count(*) FROM launches WHERE report_id NOT IN (SELECT report_id FROM reports)"),
+        ("reports whose num_launches differs from their launches (static reports excepted)",
+         """SELECT count(*) FROM reports AS r WHERE coalesce(r.kind, 'ncu') = 'ncu'
+            AND r.num_launches <> (SELECT count(*) FROM launches AS l WHERE l.report_id = r.report_id)"""),
+        ("run_reports rows of runs that do not exist",
+         "SELECT count(*) FROM run_reports WHERE run_id NOT IN (SELECT run_id FROM runs)"),
+        ("run_reports rows of reports that do not exist",
+         "SELECT count(*) FROM run_reports WHERE report_id NOT IN (SELECT report_id FROM reports)"),
+        ("runs without any report", "SELECT count(*) FROM runs WHERE run_id NOT IN (SELECT run_id FROM run_reports)"),
+    ]
+    try:
+        for what, sql in checks:
+            ((n,),) = con.execute(sql).fetchall()
+            if n:
+                problems.append(f"{n} {what}")
+        for t in TABLES + HISTORY_TABLES + ("role_pcs",):
+            con.execute(f"SELECT count(*), sum(hash(t)) FROM {t} AS t").fetchall()
+    except duckdb.Error as e:
+        raise StoreError(f"the store cannot be read in full: {_first_line(e)}; load the reports into a new store "
+                         "file") from None
+    return problems
 
 
 def _apply_schema(con: duckdb.DuckDBPyConnection, where: object) -> None:

@@ -28,7 +28,8 @@ WITH static AS (
     SELECT launch_id,
            bool_or(p.role = 'producer') AND bool_or(p.role = 'consumer') AS has_both_roles
     FROM sass AS s LEFT JOIN role_pcs AS p USING (launch_id, pc)
-    WHERE launch_id NOT IN (SELECT launch_id FROM opcodes)
+    WHERE s.launch_id IN (SELECT launch_id FROM _wsperf_ids)
+      AND launch_id NOT IN (SELECT launch_id FROM opcodes)
     GROUP BY launch_id
     HAVING bool_and(s.inst_executed IS NULL)
 ),
@@ -37,6 +38,7 @@ fam0 AS (
     -- holds it.
     SELECT f.*, CASE WHEN st.launch_id IS NULL THEN f.executed > 0 ELSE f.static_count > 0 END AS used
     FROM instruction_families AS f LEFT JOIN static AS st USING (launch_id)
+    WHERE f.launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
 fam AS (
     SELECT
@@ -56,11 +58,12 @@ waits AS (
     -- Static SASS: phase-check sites in the code stand in for waits executed.
     SELECT launch_id, CASE WHEN launch_id IN (SELECT launch_id FROM static) THEN count(*)
                            ELSE sum(inst_executed) END AS mbarrier_waits
-    FROM sass WHERE opcode_full LIKE 'SYNCS.PHASECHK%'
+    FROM sass
+    WHERE opcode_full LIKE 'SYNCS.PHASECHK%' AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
 data AS (
-    SELECT DISTINCT launch_id FROM opcodes
+    SELECT DISTINCT launch_id FROM opcodes WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
 v AS (
     SELECT
@@ -94,6 +97,8 @@ v AS (
     LEFT JOIN data AS d USING (launch_id)
     LEFT JOIN static AS st USING (launch_id)
     LEFT JOIN warp_specialization AS w USING (launch_id)
+    -- Only the launches asked about: analyses.hypotheses.evaluate fills _wsperf_ids.
+    WHERE l.launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
 g AS (
     SELECT *,

@@ -24,7 +24,8 @@ WITH busy AS (
     -- What the producer does when it is not waiting on a barrier: its top stall reason.
     SELECT launch_id, arg_max(reason, samples) AS producer_top_stall
     FROM (SELECT launch_id, reason, sum(samples) AS samples FROM role_stalls
-          WHERE role = 'producer' AND NOT at_wait GROUP BY launch_id, reason)
+          WHERE role = 'producer' AND NOT at_wait AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
+          GROUP BY launch_id, reason)
     GROUP BY launch_id
 ),
 v AS (
@@ -33,6 +34,8 @@ v AS (
     LEFT JOIN warp_specialization AS w USING (launch_id)
     LEFT JOIN role_balance AS r USING (launch_id)
     LEFT JOIN busy AS b USING (launch_id)
+    -- Only the launches asked about: analyses.hypotheses.evaluate fills _wsperf_ids.
+    WHERE l.launch_id IN (SELECT launch_id FROM _wsperf_ids)
 )
 SELECT
     launch_id,

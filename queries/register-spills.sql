@@ -26,6 +26,7 @@ WITH inst AS (
         sum(executed) AS executed,
         coalesce(sum(executed) FILTER (WHERE opcode IN ('LDL', 'STL')), 0) AS local_executed
     FROM opcodes
+    WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
 static AS (
@@ -37,7 +38,8 @@ static AS (
         count(*) FILTER (WHERE s.opcode IN ('LDL', 'STL') AND p.in_loop) AS local_sites_in_loops
     FROM sass AS s
     LEFT JOIN role_pcs AS p USING (launch_id, pc)
-    WHERE s.launch_id NOT IN (SELECT launch_id FROM opcodes)
+    WHERE s.launch_id IN (SELECT launch_id FROM _wsperf_ids)
+      AND s.launch_id NOT IN (SELECT launch_id FROM opcodes)
     GROUP BY s.launch_id
     HAVING bool_and(s.inst_executed IS NULL)
 ),
@@ -49,6 +51,7 @@ pcs AS (
         coalesce(sum(s.inst_executed) FILTER (WHERE s.opcode IN ('LDL', 'STL') AND p.in_loop), 0) AS local_executed_in_loops
     FROM sass AS s
     LEFT JOIN role_pcs AS p USING (launch_id, pc)
+    WHERE s.launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY s.launch_id
 ),
 v AS (
@@ -68,6 +71,8 @@ v AS (
     LEFT JOIN inst AS i USING (launch_id)
     LEFT JOIN pcs AS p USING (launch_id)
     LEFT JOIN static AS st USING (launch_id)
+    -- Only the launches asked about: analyses.hypotheses.evaluate fills _wsperf_ids.
+    WHERE l.launch_id IN (SELECT launch_id FROM _wsperf_ids)
 )
 SELECT
     launch_id,

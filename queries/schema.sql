@@ -140,6 +140,33 @@ CREATE TABLE IF NOT EXISTS ncu_rules (
     estimated_speedup DOUBLE    -- ncu's estimated speedup (%); NULL without an estimate
 );
 
+-- ---------------------------------------------------------------------------------
+-- Run history: each `wsperf analyze REPORTS --db FILE` records one run (a nightly job,
+-- a CI build, an engineer's experiment) and links every report it loaded to it,
+-- written in the same transaction as the reports (wsperf.analyses.history.record_run).
+-- `wsperf history` reads a kernel's figures across runs; `wsperf export` writes them
+-- out as Parquet.
+-- ---------------------------------------------------------------------------------
+
+CREATE TABLE IF NOT EXISTS runs (
+    run_id INTEGER PRIMARY KEY,      -- 1, 2, ... in record order
+    label VARCHAR NOT NULL UNIQUE,   -- --label, else '<branch>@<commit[:12]>:<UTC yyyymmddTHHMMSS>' (or 'run-<UTC time>' outside git); a default label taken within the same second gets '-2', '-3', ...
+    git_commit VARCHAR,              -- full commit id: --commit, else `git rev-parse HEAD` in the working directory, else $GITHUB_SHA / $CI_COMMIT_SHA; NULL when none is known
+    git_branch VARCHAR,              -- --branch, else `git rev-parse --abbrev-ref HEAD` (a detached HEAD, as CI checks out, falls back to $GITHUB_REF_NAME / $CI_COMMIT_REF_NAME); NULL when none is known
+    started_at TIMESTAMP NOT NULL,   -- UTC time the command started
+    machine VARCHAR,                 -- hostname of the machine that ran wsperf (not necessarily the one that profiled)
+    gpu VARCHAR,                     -- reports.device_name of the run's reports, distinct ones joined by ', ', e.g. 'NVIDIA H200'; NULL when no report says
+    driver VARCHAR,                  -- NVIDIA driver version from a `wsperf collect` bundle's environment.json (nvidia-smi); NULL for plain reports
+    ncu_version VARCHAR,             -- ncu version: reports.ncu_version, else the bundle's environment.json (`ncu --version`); NULL when unknown
+    tags VARCHAR[] NOT NULL,         -- --tag values in the order given, e.g. ['nightly']; [] without tags
+    wsperf_version VARCHAR           -- version of the wsperf that recorded the run
+);
+
+CREATE TABLE IF NOT EXISTS run_reports (
+    run_id INTEGER NOT NULL,    -- runs.run_id
+    report_id INTEGER NOT NULL  -- reports.report_id; a report (identity: sha256) loaded again in a later run belongs to both runs
+);
+
 -- Instruction families per launch: which tensor, copy and synchronization paths the
 -- generated SASS uses. One row per (launch, family) present, with how many SASS
 -- instructions of the family the kernel holds (static, from `sass`) and how many warp-level

@@ -36,18 +36,21 @@ WITH loads AS (
             / nullif(sum(st.samples), 0) AS loop_load_wait_share
     FROM role_pcs AS p
     JOIN stalls AS st USING (launch_id, pc)
+    WHERE p.launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY p.launch_id
 ),
 stages AS (
     -- mbarrier.init compiles to SYNCS.EXCH.64; full and empty barriers per stage.
     SELECT launch_id, count(*) AS mbarrier_inits
-    FROM sass WHERE opcode_full LIKE 'SYNCS.EXCH%'
+    FROM sass
+    WHERE opcode_full LIKE 'SYNCS.EXCH%' AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
 m AS (
     SELECT launch_id, max(value_double) AS dram_pct
     FROM metrics
     WHERE instance IS NULL AND name = 'gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed'
+      AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
 v AS (
@@ -59,6 +62,8 @@ v AS (
     LEFT JOIN loads AS ld USING (launch_id)
     LEFT JOIN m USING (launch_id)
     LEFT JOIN stages AS s USING (launch_id)
+    -- Only the launches asked about: analyses.hypotheses.evaluate fills _wsperf_ids.
+    WHERE l.launch_id IN (SELECT launch_id FROM _wsperf_ids)
 )
 SELECT
     launch_id,

@@ -25,6 +25,7 @@ WITH m AS (
         max(value_double) FILTER (WHERE name = 'sm__cycles_elapsed.avg') AS sm_cycles_elapsed
     FROM metrics
     WHERE instance IS NULL AND name IN ('sm__cycles_active.avg', 'sm__cycles_elapsed.avg')
+      AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
 v AS (
@@ -49,6 +50,8 @@ v AS (
         END AS occupancy_limiter
     FROM launches AS l
     LEFT JOIN m USING (launch_id)
+    -- Only the launches asked about: analyses.hypotheses.evaluate fills _wsperf_ids.
+    WHERE l.launch_id IN (SELECT launch_id FROM _wsperf_ids)
 )
 SELECT
     launch_id,

@@ -1,0 +1,350 @@
+"""`wsperf compare`: the regression gate, and its renderings (terminal, JSON, a pull-request
+comment in Markdown, JUnit XML for CI test reports). Registered on the app in cli/main.py;
+its error boundary and consoles are main's (imported when it runs, since main imports
+this module)."""
+
+from __future__ import annotations
+
+import enum
+import io
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from wsperf.analyses.compare import Change, CompareResult, FigureChange, KernelComparison, check_kernel_filter, \
+    compare as run_compare, resolve_side
+from wsperf.analyses.config import load_config
+from wsperf.cli import render
+from wsperf.collectors.errors import ExitCode, InputError
+from wsperf.collectors.store import open_store
+
+
+class CompareFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    junit = "junit"
+
+
+def compare(
+    inputs: list[str] = typer.Argument(..., help="BASE CANDIDATE: each a report (.ncu-rep, .ncu-rep.gz), a bundle "
+                                       "directory from `wsperf collect`, or a run label in --db. With --vs, every "
+                                       "argument is the base.", show_default=False),
+    vs: list[str] = typer.Option([], "--vs", help="A candidate (repeatable): compare all the positional arguments "
+                                 "(the base) against all of these.", show_default=False),
+    db: Optional[Path] = typer.Option(None, "--db", help="Store holding recorded runs: BASE and CANDIDATE may be run "
+                                      "labels there; reports named are loaded into it."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only kernels whose name matches this regular "
+                                         "expression (RE2 syntax)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file: [compare.thresholds] (alpha, minimum "
+                                          "change per figure), expect, [thresholds.<hypothesis>]."),
+    fmt: CompareFormat = typer.Option(CompareFormat.text, "--format", "-f", help="text, json, markdown or junit."),
+    out_file: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the output to this file instead of "
+                                            "stdout."),
+) -> None:
+    """Compare a candidate against a base: every kernel on both sides, figure by figure
+    (duration and shares tested with Mann-Whitney U and a minimum change; registers,
+    shared memory, launch shape, instruction paths exactly) and hypothesis by hypothesis.
+    Exit 1 when anything regressed, 0 when not."""
+    from wsperf.cli.main import err, error_boundary
+
+    with error_boundary():
+        if vs:
+            base_names, cand_names = list(inputs), list(vs)
+        elif len(inputs) == 2:
+            base_names, cand_names = [inputs[0]], [inputs[1]]
+        else:
+            raise InputError(f"give BASE CANDIDATE, or BASE... --vs CANDIDATE... (got {len(inputs)} arguments "
+                             "and no --vs)")
+        cfg = load_config(config)
+        if db is not None and not db.exists():
+            raise InputError(f"{db}: no such store; record runs into it first, or leave out --db to compare files")
+        con = open_store(db)
+        check_kernel_filter(con, kernel)
+        with _progress(err) as tick:
+            base = resolve_side(con, base_names, db=db, progress=tick)
+            cand = resolve_side(con, cand_names, db=db, progress=tick)
+        result = run_compare(con, base.launch_ids, cand.launch_ids, cfg, base_label=base.label,
+                             cand_label=cand.label, kernel=kernel)
+        _write(fmt, result, out_file)
+        if out_file is not None:
+            err.print(render.plain(f"wsperf compare: {summary_line(result)}; wrote {out_file}"))
+    if result.regression:
+        raise typer.Exit(ExitCode.REGRESSION)
+
+
+@contextmanager
+def _progress(console: Console) -> Iterator[Callable[[int, int, str], None]]:
+    """A transient progress bar on stderr while reports load; yields resolve_side's
+    `progress` callback."""
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task("loading", total=None)
+
+        def tick(done: int, total: int, label: str) -> None:
+            progress.update(task, completed=done, total=total, description=render.plain(f"loading {label}"))
+
+        yield tick
+
+
+def _write(fmt: CompareFormat, result: CompareResult, out_file: Path | None) -> None:
+    if fmt is CompareFormat.text:
+        if out_file is None:
+            from wsperf.cli.main import out
+
+            compare_text(result, out)
+            return
+        buf = io.StringIO()
+        compare_text(result, Console(file=buf, width=160, no_color=True, highlight=False, soft_wrap=False))
+        text = buf.getvalue()
+    elif fmt is CompareFormat.json:
+        text = compare_json(result) + "\n"
+    elif fmt is CompareFormat.markdown:
+        text = compare_markdown(result)
+    else:
+        text = compare_junit(result)
+    if out_file is None:
+        sys.stdout.write(text)
+        return
+    try:
+        out_file.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{out_file}: cannot write the output ({e.strerror or e}); pick a writable path") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Shared wording
+
+
+def _regressions(result: CompareResult) -> tuple[int, int]:
+    """(regressed figures and verdicts, kernels with any)."""
+    n = sum(sum(f.change is Change.regression for f in k.figures) + sum(v.regression for v in k.verdicts)
+            for k in result.kernels)
+    return n, sum(k.regression for k in result.kernels)
+
+
+def summary_line(result: CompareResult) -> str:
+    n, m = _regressions(result)
+    k = len(result.kernels)
+    return (f"{n} regression{'' if n == 1 else 's'} in {m} kernel{'' if m == 1 else 's'} "
+            f"({k} kernel{'' if k == 1 else 's'} compared)")
+
+
+def value(f: FigureChange, v: float | None) -> str:
+    """A figure's value in its unit, for people."""
+    if v is None:
+        return "n/a"
+    if f.unit == "ns":
+        return render.duration(v)
+    if f.unit == "share":
+        return f"{100 * v:.1f}%"
+    if f.unit == "%":
+        return f"{v:.1f}%"
+    if f.unit == "present":
+        return "yes" if v else "no"
+    return f"{v:,.0f}"
+
+
+def _delta(f: FigureChange) -> str:
+    return "-" if f.delta_pct is None else f"{f.delta_pct:+.1f}%"
+
+
+def _p(f: FigureChange) -> str:
+    return "-" if f.p_value is None else f"{f.p_value:.2g}"
+
+
+def _matched(k: KernelComparison) -> str:
+    return {"name+config": "name and launch configuration",
+            "function+config": "function name and launch configuration (template arguments differ)",
+            "function": "function name (launch configuration differs)"}.get(k.matched_by, k.matched_by)
+
+
+def _status(status: str, confirmed: int, launches: int) -> str:
+    if status == "confirmed":
+        return f"confirmed on {confirmed}/{launches}"
+    return f"{status} (confirmed on {confirmed}/{launches})" if confirmed else status
+
+
+# ---------------------------------------------------------------------------------------
+# Text (Rich)
+
+_CHANGE_STYLE = {Change.regression: "bold red", Change.improvement: "green", Change.changed: "yellow",
+                 Change.unchanged: "dim", Change.insufficient: "yellow"}
+
+
+def compare_text(result: CompareResult, console: Console) -> None:
+    console.print(Text.assemble(("base ", "bold"), render.plain(result.base)))
+    console.print(Text.assemble(("candidate ", "bold"), render.plain(result.candidate)))
+    for k in result.kernels:
+        console.print()
+        title = Text.assemble(("kernel ", "bold"), render.plain(k.kernel), f"  {k.launch_config}, "
+                              f"{len(k.base_launch_ids)} vs {len(k.cand_launch_ids)} launches")
+        console.print(title)
+        console.print(Text.assemble("matched by ", _matched(k)))
+        if k.base_name != k.cand_name:
+            console.print(Text.assemble("  base      ", render.plain(k.base_name)))
+            console.print(Text.assemble("  candidate ", render.plain(k.cand_name)))
+        t = Table(title_justify="left")
+        for c in ("figure", "base", "candidate", "delta", "p", "verdict", "note"):
+            t.add_column(c, justify="right" if c in ("base", "candidate", "delta", "p") else "left",
+                         no_wrap=c != "note")
+        for f in k.figures:
+            t.add_row(f.name, value(f, f.base), value(f, f.cand), _delta(f), _p(f),
+                      Text(f.change.value, style=_CHANGE_STYLE[f.change]), render.plain(f.note))
+        console.print(t)
+        changed = [v for v in k.verdicts if v.changed]
+        if changed:
+            vt = Table(title="verdict changes", title_justify="left")
+            for c in ("hypothesis", "base", "candidate", "verdict", "candidate evidence"):
+                vt.add_column(c, no_wrap=c != "candidate evidence")
+            for v in changed:
+                verdict = Text("regression", style="bold red") if v.regression else \
+                    Text("improvement", style="green") if v.resolved else Text("changed", style="yellow")
+                vt.add_row(v.hypothesis, _status(v.base_status, v.base_confirmed, len(k.base_launch_ids)),
+                           _status(v.cand_status, v.cand_confirmed, len(k.cand_launch_ids)), verdict,
+                           render.plain(v.cand_summary))
+            console.print(vt)
+        else:
+            console.print(Text("verdicts: no hypothesis changed", style="dim"))
+    for label, names in (("only in base", result.only_base), ("only in candidate", result.only_cand)):
+        for n in names:
+            console.print(Text.assemble((f"{label}: ", "yellow"), render.plain(n)))
+    console.print()
+    console.print(Text(summary_line(result), style="bold red" if result.regression else "bold green"))
+
+
+# ---------------------------------------------------------------------------------------
+# JSON: the dataclasses, field for field, plus the derived regression flags.
+
+
+def _data(obj: Any) -> Any:
+    import dataclasses
+
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (list, tuple)):
+        return [_data(v) for v in obj]
+    return obj
+
+
+def compare_json(result: CompareResult) -> str:
+    n, m = _regressions(result)
+    doc = {
+        "base": result.base,
+        "candidate": result.candidate,
+        "regression": result.regression,
+        "regressions": n,
+        "kernels_regressed": m,
+        "exit_code": ExitCode.REGRESSION if result.regression else ExitCode.OK,
+        "kernels": [dict(_data(k), regression=k.regression) for k in result.kernels],
+        "only_base": list(result.only_base),
+        "only_cand": list(result.only_cand),
+    }
+    return json.dumps(doc, indent=2, allow_nan=False)
+
+
+# ---------------------------------------------------------------------------------------
+# Markdown: a pull-request comment. The summary line first, then what changed.
+
+
+def compare_markdown(result: CompareResult) -> str:
+    out = [f"**{summary_line(result)}**", "",
+           f"base {render.md(result.base)} against candidate {render.md(result.candidate)}", ""]
+    rows = []
+    unchanged = 0
+    for k in result.kernels:
+        for f in k.figures:
+            # The duration always shows: it is what a reviewer looks for first.
+            if f.change is Change.unchanged and f.name != "duration_ns":
+                unchanged += 1
+                continue
+            verdict = f"**{f.change.value}**" if f.change is Change.regression else f.change.value
+            rows.append(f"| {render.md(k.kernel)} | {render.md(f.name)} | {render.md(value(f, f.base))} | "
+                        f"{render.md(value(f, f.cand))} | {_delta(f)} | {_p(f)} | {verdict} | {render.md(f.note)} |")
+        for v in k.verdicts:
+            if not v.changed:
+                continue
+            verdict = "**regression**" if v.regression else "improvement" if v.resolved else "changed"
+            rows.append(f"| {render.md(k.kernel)} | hypothesis {render.md(v.hypothesis)} | {v.base_status} | "
+                        f"{v.cand_status} | - | - | {verdict} | {render.md(v.cand_summary)} |")
+    if rows:
+        out += ["| kernel | figure | base | candidate | delta | p | verdict | note |",
+                "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |", *rows, ""]
+    out.append(f"{unchanged} figure{'' if unchanged == 1 else 's'} unchanged in "
+               f"{len(result.kernels)} kernel{'' if len(result.kernels) == 1 else 's'}: "
+               + ", ".join(f"{render.md(k.kernel)} ({render.md(k.launch_config)}, {len(k.base_launch_ids)} vs "
+                           f"{len(k.cand_launch_ids)} launches, matched by {k.matched_by})" for k in result.kernels)
+               + ".")
+    for label, names in (("Only in base", result.only_base), ("Only in candidate", result.only_cand)):
+        out += [f"- {label}: {render.md(n)}" for n in names]
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------
+# JUnit XML: one testsuite, one testcase per (kernel, figure) and (kernel, hypothesis);
+# a regression is a <failure>, a figure a side lacks is <skipped>. ElementTree escapes
+# markup; characters XML 1.0 cannot hold at all (ANSI escapes, other controls) are removed.
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x9b\ud800-\udfff\ufffe\uffff]")
+
+
+def _x(text: object) -> str:
+    return _XML_INVALID.sub("", str(text))
+
+
+def compare_junit(result: CompareResult) -> str:
+    suite = ET.Element("testsuite", name="wsperf compare")
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="base", value=_x(result.base))
+    ET.SubElement(props, "property", name="candidate", value=_x(result.candidate))
+    functions = [k.kernel for k in result.kernels]
+    tests = failures = skipped = 0
+    for k in result.kernels:
+        # The function name, with the launch configuration when it alone is ambiguous.
+        classname = _x(k.kernel if functions.count(k.kernel) == 1 else f"{k.kernel} ({k.launch_config})")
+        for f in k.figures:
+            case = ET.SubElement(suite, "testcase", classname=classname, name=_x(f.name))
+            tests += 1
+            summary = f"{f.name}: {value(f, f.base)} -> {value(f, f.cand)} ({_delta(f)}, p {_p(f)}): {f.change.value}"
+            if f.change is Change.regression:
+                failures += 1
+                ET.SubElement(case, "failure", type="regression", message=_x(summary)).text = _x(f.note)
+            elif f.change is Change.insufficient:
+                skipped += 1
+                ET.SubElement(case, "skipped", message=_x(f"{summary}: {f.note}"))
+            else:
+                ET.SubElement(case, "system-out").text = _x(f"{summary}; {f.note}" if f.note else summary)
+        for v in k.verdicts:
+            case = ET.SubElement(suite, "testcase", classname=classname, name=_x(f"hypothesis:{v.hypothesis}"))
+            tests += 1
+            summary = f"{v.hypothesis}: {v.base_status} -> {v.cand_status}"
+            if v.regression:
+                failures += 1
+                ET.SubElement(case, "failure", type="regression",
+                              message=_x(f"{summary} (newly confirmed)")).text = _x(v.cand_summary)
+            else:
+                ET.SubElement(case, "system-out").text = _x(f"{summary}; {v.cand_summary}")
+    for label, names in (("only in base", result.only_base), ("only in candidate", result.only_cand)):
+        for n in names:
+            case = ET.SubElement(suite, "testcase", classname=_x(n), name=label)
+            ET.SubElement(case, "skipped", message=_x(f"{label}: no match on the other side"))
+            tests += 1
+            skipped += 1
+    suite.set("tests", str(tests))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
+    ET.indent(suite)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,203 @@
+"""`wsperf history` and `wsperf export`, and the run recording of `wsperf analyze --db`.
+Registered on the app in cli/main.py; the error boundary and consoles are main's
+(imported when a command runs, since main imports this module)."""
+
+from __future__ import annotations
+
+import csv
+import enum
+import io
+import json
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Callable, Optional
+
+import duckdb
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from wsperf.analyses.analyze import launch_ids_of_reports
+from wsperf.analyses.history import (HistoryPoint, RunMeta, check_label, describe_run, export_parquet,
+                                     history as run_history, record_run)
+from wsperf.cli import render
+from wsperf.collectors.errors import InputError
+from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store, transaction
+
+
+class HistoryFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
+
+
+LOCK_HELP = ("Seconds to wait while another wsperf holds the store (DuckDB allows one writing process per file); "
+             "then exit 2.")
+
+
+# ---------------------------------------------------------------------------------------
+# analyze --db: one run per command
+
+
+def begin_run(con: duckdb.DuckDBPyConnection, db: Path | None, label: str | None, tags: list[str],
+              commit: str | None, branch: str | None, inputs: list[Path]) -> RunMeta | None:
+    """The run `analyze` will record (None without --db), checked before anything is
+    written: a duplicate --label stops here."""
+    if db is None:
+        if label is not None or tags or commit is not None or branch is not None:
+            raise InputError("--label, --tag, --commit and --branch name a recorded run: give --db FILE to record it")
+        return None
+    meta = describe_run(label, tags, commit, branch, bundles=[p for p in inputs if p.is_dir()])
+    check_label(con, meta.label)
+    return meta
+
+
+def load_run(con: duckdb.DuckDBPyConnection, meta: RunMeta | None, reports: list[Path],
+             load: Callable[[duckdb.DuckDBPyConnection, list[Path]], list]) -> list[int]:
+    """Load `reports` with `load` and, when recording, the run: one transaction, so a
+    report that fails to load (or a killed process) leaves neither the run nor any of
+    the command's reports behind. Returns the launch ids of the reports, loaded now or
+    found by content hash: what analyze reports on."""
+    with transaction(con, f"run {meta.label or meta.default_label()}") if meta is not None else nullcontext():
+        loaded = load(con, reports)
+        if meta is not None:
+            run = record_run(con, meta, [r.report_id for r in loaded])
+    if meta is not None:
+        from wsperf.cli.main import err
+
+        err.print(render.plain(f"wsperf analyze: recorded run {run.label!r} (run {run.run_id}, "
+                               f"{run.reports} report(s))"), soft_wrap=True)
+    return launch_ids_of_reports(con, [r.report_id for r in loaded])
+
+
+# ---------------------------------------------------------------------------------------
+# wsperf history
+
+
+def history(
+    db: Path = typer.Option(..., "--db", help="DuckDB file the runs were recorded in (`wsperf analyze --db`)."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only kernels whose function, demangled or "
+                                         "mangled name matches this regular expression (RE2 syntax)."),
+    metric: str = typer.Option("duration_ns", "--metric", "-m", help="duration_ns (the launch's duration), or any "
+                               "Nsight Compute metric name, e.g. sm__cycles_active.avg (its aggregate value)."),
+    tag: list[str] = typer.Option([], "--tag", "-t", help="Only runs carrying this tag (repeatable: all of them)."),
+    last: Optional[int] = typer.Option(None, "--last", "-n", help="Only the newest N of those runs."),
+    fmt: HistoryFormat = typer.Option(HistoryFormat.text, "--format", "-f", help="text, json, markdown or csv."),
+    lock_timeout: float = typer.Option(LOCK_TIMEOUT_S, "--lock-timeout", help=LOCK_HELP),
+) -> None:
+    """A kernel's figure over the recorded runs: one row per (run, kernel), oldest run
+    first, with the run's label, commit, date and tags, its number of launches and the
+    median, min and max of the metric over them."""
+    from wsperf.cli.main import error_boundary, out
+
+    with error_boundary():
+        if not db.is_file():
+            raise InputError(f"{db}: no such store; record runs into it with `wsperf analyze REPORTS --db {db}`")
+        con = open_store(db, read_only=True, lock_timeout=lock_timeout)
+        points = run_history(con, kernel=kernel, metric=metric, tags=tag, last=last)
+        if fmt is HistoryFormat.json:
+            sys.stdout.write(history_json(points) + "\n")
+        elif fmt is HistoryFormat.markdown:
+            sys.stdout.write(history_markdown(points))
+        elif fmt is HistoryFormat.csv:
+            sys.stdout.write(history_csv(points))
+        else:
+            history_text(points, out)
+
+
+_COLUMNS = ("run", "label", "commit", "branch", "date", "tags", "kernel", "n", "median", "min", "max")
+
+
+def _fmt_value(metric: str, v: float | None) -> str:
+    if metric == "duration_ns":
+        return render.duration(v)
+    return "n/a" if v is None else f"{v:.6g}"
+
+
+def _row(p: HistoryPoint) -> list[str]:
+    return [str(p.run_id), p.label, (p.git_commit or "")[:12], p.git_branch or "",
+            p.started_at.strftime("%Y-%m-%d %H:%M"), ",".join(p.tags), p.kernel, str(p.n),
+            _fmt_value(p.metric, p.median), _fmt_value(p.metric, p.low), _fmt_value(p.metric, p.high)]
+
+
+def history_text(points: list[HistoryPoint], console: Console) -> None:
+    t = Table(title=f"history of {points[0].metric}" if points else "history", title_justify="left")
+    for c in _COLUMNS:
+        t.add_column(c, justify="right" if c in ("run", "n", "median", "min", "max") else "left")
+    for p in points:
+        t.add_row(*[render.plain(v) for v in _row(p)])
+    console.print(t)
+
+
+def _point_dict(p: HistoryPoint) -> dict:
+    return {"run_id": p.run_id, "label": p.label, "git_commit": p.git_commit, "git_branch": p.git_branch,
+            "started_at": p.started_at.isoformat() + "Z", "tags": list(p.tags), "kernel": p.kernel,
+            "demangled": p.demangled, "metric": p.metric, "n": p.n, "median": p.median, "min": p.low,
+            "max": p.high}
+
+
+def history_json(points: list[HistoryPoint]) -> str:
+    """`{"points": [{run_id, label, git_commit, git_branch, started_at, tags, kernel,
+    demangled, metric, n, median, min, max}, ...]}`, oldest run first."""
+    return json.dumps({"points": [_point_dict(p) for p in points]}, indent=2)
+
+
+def history_markdown(points: list[HistoryPoint]) -> str:
+    lines = [f"### History of `{render.md(points[0].metric) if points else ''}`", "",
+             "| " + " | ".join(_COLUMNS) + " |", "|" + "|".join(" ---: " if c in ("run", "n", "median", "min", "max")
+                                                              else " --- " for c in _COLUMNS) + "|"]
+    lines += ["| " + " | ".join(render.md(v) for v in _row(p)) + " |" for p in points]
+    return "\n".join(lines) + "\n"
+
+
+def history_csv(points: list[HistoryPoint]) -> str:
+    """Raw values (ns for duration_ns), one row per point; ready for a spreadsheet."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["run_id", "label", "git_commit", "git_branch", "started_at", "tags", "kernel", "demangled",
+                "metric", "n", "median", "min", "max"])
+    for p in points:
+        d = _point_dict(p)
+        w.writerow([_csv_cell(v if k != "tags" else ";".join(v)) for k, v in d.items()])
+    return buf.getvalue()
+
+
+def _csv_cell(v: object) -> object:
+    # A cell starting with =, +, - or @ is a formula to a spreadsheet: labels and kernel
+    # names are untrusted text, so such a cell is quoted as text.
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@"):
+        return "'" + v
+    return "" if v is None else v
+
+
+# ---------------------------------------------------------------------------------------
+# wsperf export
+
+
+def export(
+    db: Path = typer.Option(..., "--db", help="DuckDB file the runs were recorded in (`wsperf analyze --db`)."),
+    parquet: Path = typer.Option(..., "--parquet", help="Directory to write the Parquet files into (new or empty)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the tables a previous export wrote into "
+                                   "--parquet (other files there are left alone)."),
+    lock_timeout: float = typer.Option(LOCK_TIMEOUT_S, "--lock-timeout", help=LOCK_HELP),
+) -> None:
+    """Write the store as Parquet for a warehouse: runs, reports and run_reports whole;
+    launches, metrics, sass, stalls, opcodes and ncu_rules with their run_id,
+    Hive-partitioned by the run's date (DIR/<table>/run_date=YYYY-MM-DD/)."""
+    from wsperf.cli.main import error_boundary, out
+
+    with error_boundary():
+        if not db.is_file():
+            raise InputError(f"{db}: no such store; record runs into it with `wsperf analyze REPORTS --db {db}`")
+        con = open_store(db, read_only=True, lock_timeout=lock_timeout)
+        res = export_parquet(con, parquet, overwrite=overwrite)
+        t = Table()
+        t.add_column("table")
+        t.add_column("rows", justify="right")
+        for name, n in res.rows.items():
+            t.add_row(name, f"{n:,}")
+        out.print(t)
+        out.print(render.plain(f"wrote {res.files} Parquet files ({res.partitions} run_date partitions) to "
+                               f"{res.directory}"), soft_wrap=True)

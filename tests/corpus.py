@@ -1,0 +1,318 @@
+"""Broken inputs for tests/test_bad_inputs.py and tests/test_fuzz.py, made at test time
+from the real fixtures (nothing binary is committed): every kind of file wsperf reads,
+emptied, cut, scrambled, swapped for a valid container of something else, blown up, or
+made hostile. Each generator returns (label, bytes) pairs; the tests write them where
+they need them.
+
+The cuts are at fixed fractions of the file, so a failure names a reproducible offset.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import random
+import re
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "fixtures" / "reports"
+COMPARE = ROOT / "fixtures" / "compare"
+CORRECTNESS = ROOT / "fixtures" / "correctness"
+PTX = ROOT / "fixtures" / "ptx"
+CUBINS = ROOT / "fixtures" / "cubins"
+
+# The smallest report (no source counters: every verdict that needs them is no_data) and
+# a report with source counters and SASS (the loader's disassembly path).
+BASIC = REPORTS / "gemm_wgmma_tma_basic.ncu-rep"
+WITH_SASS = REPORTS / "ws_stream_healthy.ncu-rep"
+GZ = COMPARE / "cmp_healthy_a.ncu-rep.gz"
+XML = CORRECTNESS / "oob_write.memcheck.xml"
+RACE_XML = CORRECTNESS / "smem_race.racecheck.xml"
+CAPTURE = CORRECTNESS / "ws_deadlock.cudagdb.txt"
+SASS = CORRECTNESS / "ws_deadlock.sass.txt"
+PTX_FILE = PTX / "ws_stream.ptx"
+CUBIN = CUBINS / "gemm.sm_90a.cubin"
+
+Case = tuple[str, bytes]
+
+
+def cuts(data: bytes, n: int = 20) -> list[Case]:
+    """`data` cut at `n` offsets spread over the file (the first inside its header)."""
+    offsets = sorted({7, *(len(data) * k // n for k in range(1, n))} - {0, len(data)})
+    return [(f"cut at {o} of {len(data)}", data[:o]) for o in offsets[:n]]
+
+
+def noise(seed: int, sizes: tuple[int, ...] = (1, 100, 4096, 1 << 16)) -> list[Case]:
+    rnd = random.Random(seed)
+    return [(f"{n} random bytes", rnd.randbytes(n)) for n in sizes]
+
+
+def flips(data: bytes, seed: int, n: int) -> list[Case]:
+    """`n` copies of `data`, each with 1 to 16 bytes set to random values."""
+    rnd = random.Random(seed)
+    out = []
+    for k in range(n):
+        b = bytearray(data)
+        for _ in range(rnd.randint(1, 16)):
+            b[rnd.randrange(len(b))] = rnd.randrange(256)
+        out.append((f"bytes changed #{k} (seed {seed})", bytes(b)))
+    return out
+
+
+def a_zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("report.ncu-rep", "not a report inside a zip")
+    return buf.getvalue()
+
+
+def elf() -> bytes:
+    """A real ELF that is not a report and holds no CUDA code: the Python interpreter's
+    first 64 KiB would do, but a fixture cubin is an ELF of the wrong kind and smaller."""
+    return CUBIN.read_bytes()
+
+
+def common_wrong_kinds() -> list[Case]:
+    """Valid files of some other kind, shared by every loader."""
+    return [
+        ("empty", b""),
+        ("whitespace", b" \n\t\n"),
+        ("text", b"==PROF== Connected to process 4242\n==PROF== Disconnected from process 4242\n"),
+        ("zip", a_zip()),
+        ("ELF cubin", elf()),
+        ("compute-sanitizer XML", XML.read_bytes()),
+        ("JSON", json.dumps({"format": 1, "runs": []}).encode()),
+        ("NUL bytes", b"\0" * 4096),
+        ("UTF-16 text", "wsperf".encode("utf-16")),
+        ("invalid UTF-8", b"\xff\xfe\xfa" * 100),
+    ]
+
+
+# -- Nsight Compute reports -------------------------------------------------------------
+
+
+def concatenated_report(launches: int, source: Path = BASIC) -> bytes:
+    """A report of `launches` launches built from real data: an .ncu-rep is the 'NVR\\0'
+    magic, a 4-byte length and a 2-byte file header, then self-delimiting blocks; the
+    blocks of one report repeated after one header read back (ncu_report 2025.3 and
+    2026.3) as one range of that many launches."""
+    data = source.read_bytes()
+    head = 4 + 4 + int.from_bytes(data[4:8], "little")
+    return data + data[head:] * (launches - 1)
+
+
+def renamed_kernel(byte: bytes) -> bytes:
+    """BASIC with one byte of every copy of its kernel's mangled name replaced."""
+    data = BASIC.read_bytes()
+    name = re.search(rb"_Z\w{20,}", data).group(0)
+    return data.replace(name, name[:8] + byte + name[9:])
+
+
+def report_cases() -> list[Case]:
+    basic, sass = BASIC.read_bytes(), WITH_SASS.read_bytes()
+    return [
+        *common_wrong_kinds(),
+        *noise(1),
+        ("NVR magic then random bytes", b"NVR\0\x02\0\0\0" + random.Random(2).randbytes(8192)),
+        *[(f"no source counters, {label}", d) for label, d in cuts(basic)],
+        *[(f"with SASS, {label}", d) for label, d in cuts(sass)],
+        *[(f"no source counters, {label}", d) for label, d in flips(basic, 3, 8)],
+        *[(f"with SASS, {label}", d) for label, d in flips(sass, 4, 8)],
+        ("kernel name with invalid UTF-8", renamed_kernel(b"\xff")),
+        ("kernel name with ESC", renamed_kernel(b"\x1b")),
+        ("kernel name with NUL", renamed_kernel(b"\0")),
+    ]
+
+
+def gzip_cases() -> list[Case]:
+    whole = GZ.read_bytes()
+    return [
+        *[(f"gzip {label}", d) for label, d in cuts(whole, 8) if len(d) >= 2],
+        ("gzip of nothing", gzip.compress(b"")),
+        ("gzip of random bytes", gzip.compress(random.Random(5).randbytes(1 << 16))),
+        ("gzip of text", gzip.compress(b"not a report\n" * 100)),
+        ("gzip of a cut report", gzip.compress(BASIC.read_bytes()[:50_000])),
+        ("gzip magic then garbage", b"\x1f\x8b" + random.Random(6).randbytes(1000)),
+    ]
+
+
+# -- compute-sanitizer XML ----------------------------------------------------------------
+
+
+def _with_func(data: bytes, func: bytes) -> bytes:
+    return re.sub(rb"<func>[^<]*</func>", b"<func>" + func + b"</func>", data)
+
+
+BILLION_LAUGHS = (b'<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
+                  + b"".join(b'<!ENTITY lol%d "%s">' % (i, (b"&lol%d;" % (i - 1) if i > 1 else b"&lol;") * 10)
+                             for i in range(1, 10))
+                  + b"]>\n<ComputeSanitizerOutput>&lol9;</ComputeSanitizerOutput>\n")
+EXTERNAL_ENTITY = (b'<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY e SYSTEM "file:///etc/passwd">]>\n'
+                   b"<ComputeSanitizerOutput><record><kind>Api</kind><level>Error</level><what><text>&e;</text>"
+                   b"</what></record></ComputeSanitizerOutput>\n")
+PARAMETER_ENTITY = (b'<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY % p SYSTEM "file:///etc/passwd"> %p;]>\n'
+                    b"<ComputeSanitizerOutput/>\n")
+
+
+def newer_schema() -> bytes:
+    """A file as a newer compute-sanitizer might write it: a new record kind, new
+    elements inside known records, attributes; read as far as it is understood."""
+    data = XML.read_bytes()
+    data = data.replace(b"<ComputeSanitizerOutput>", b'<ComputeSanitizerOutput version="2099.1" schema="9">', 1)
+    data = data.replace(b"<what>", b"<what><future_field unit=\"ns\">42</future_field>")
+    return data.replace(b"</ComputeSanitizerOutput>", b"<record><kind>QuantumCheck</kind><level>Warning</level>"
+                        b"<what><text>a kind this wsperf does not know</text></what></record>"
+                        b"</ComputeSanitizerOutput>")
+
+
+def many_records(n: int, source: Path = XML) -> bytes:
+    """`source` with its first record repeated `n` times: a real record, a huge file."""
+    data = source.read_bytes()
+    start, end = data.index(b"<record>"), data.index(b"</record>") + len(b"</record>")
+    return data[:start] + data[start:end] * n + data[data.rindex(b"</record>") + len(b"</record>"):]
+
+
+def xml_cases() -> list[Case]:
+    data = XML.read_bytes()
+    numbers = {b"huge number": b"99999999999999999999999", b"negative number": b"-1",
+               b"hex too wide": b"0x" + b"f" * 20}
+    return [
+        *common_wrong_kinds(),
+        *noise(7),
+        *[(f"memcheck XML {label}", d) for label, d in cuts(data)],
+        *[(f"racecheck XML {label}", d) for label, d in cuts(RACE_XML.read_bytes(), 10)],
+        *[(f"memcheck XML {label}", d) for label, d in flips(data, 8, 10)],
+        ("HTML", b"<html><body>not a sanitizer file</body></html>"),
+        ("billion laughs", BILLION_LAUGHS),
+        ("billion laughs in UTF-16", BILLION_LAUGHS.decode().encode("utf-16")),
+        ("external entity", EXTERNAL_ENTITY),
+        ("external entity in UTF-16", EXTERNAL_ENTITY.decode().encode("utf-16")),
+        ("parameter entity", PARAMETER_ENTITY),
+        ("unknown encoding", data.replace(b'encoding="utf-8"', b'encoding="utk-8"', 1)),
+        ("EBCDIC declared", data.replace(b'encoding="utf-8"', b'encoding="cp500"', 1)),
+        ("invalid UTF-8 in a kernel name", _with_func(data, b"kernel_\xff\xfe")),
+        *[(label.decode(), re.sub(rb"<(line|pc|size|address|x)>[^<]*<", lambda m: b"<" + m.group(1) + b">" + v + b"<",
+                                  data)) for label, v in numbers.items()],
+        ("deeply nested", b"<ComputeSanitizerOutput>" + b"<a>" * 100_000 + b"</a>" * 100_000
+         + b"</ComputeSanitizerOutput>"),
+    ]
+
+
+# -- cuda-gdb captures, cuobjdump SASS ------------------------------------------------------
+
+
+def capture_cases() -> list[Case]:
+    data = CAPTURE.read_bytes()
+    return [*common_wrong_kinds(), *noise(9), *cuts(data), *flips(data, 10, 10),
+            ("SASS listing as a capture", SASS.read_bytes()),
+            ("invalid UTF-8 in a table", data.replace(b"Active", b"Act\xffve", 1))]
+
+
+def sass_cases() -> list[Case]:
+    data = SASS.read_bytes()
+    return [*common_wrong_kinds(), *cuts(data, 10), ("capture as a SASS listing", CAPTURE.read_bytes())]
+
+
+# -- PTX --------------------------------------------------------------------------------------
+
+
+def ptx_cases() -> list[Case]:
+    data = PTX_FILE.read_bytes()
+    head = b".version 8.0\n.target sm_90a\n.address_size 64\n"
+    return [
+        *[(label, d) for label, d in common_wrong_kinds() if label != "ELF cubin"],
+        *noise(11),
+        *cuts(data),
+        *flips(data, 12, 10),
+        ("unclosed comments", head + b"/*\n" * 200_000),
+        ("an empty kernel", head + b".visible .entry k()\n{\n}\n"),
+        ("a kernel of one unreadable line", head + b".visible .entry k()\n{\n" + b"x" * 200_000 + b"\n}\n"),
+        ("unbalanced braces", head + b".visible .entry k()\n{\n{\n{\n"),
+        ("mbarrier statements without operands", head + b".visible .entry k()\n{\n" + b"".join(
+            op + b";\n" for op in (b"mbarrier.init.shared::cta.b64", b"mbarrier.arrive.shared::cta.b64 %rd1",
+                                   b"mbarrier.try_wait.parity.shared::cta.b64 %p1", b"mbarrier.inval.shared.b64",
+                                   b"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r1]",
+                                   b"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1]",
+                                   b"tcgen05.commit.cta_group::1.mbarrier::arrive::one.b64"))
+         + b"}\n"),
+        ("invalid UTF-8 and ESC in statements", data.replace(b"mbarrier.init", b"mbarrier.\xff\x1b[31minit", 1)),
+        ("60 copies of its kernels", data + b"".join(
+            data[data.index(b".visible .entry"):].replace(b".entry _Z", b".entry k%d_Z" % i) for i in range(60))),
+    ]
+
+
+# -- cubins and binaries (wsperf inspect) -----------------------------------------------------
+
+
+def binary_cases() -> list[Case]:
+    data = CUBIN.read_bytes()
+    return [
+        *[(label, d) for label, d in common_wrong_kinds() if label not in ("empty", "ELF cubin")],
+        *noise(13, (100, 4096)),
+        *[(f"cubin {label}", d) for label, d in cuts(data, 10)],
+        *[(f"cubin {label}", d) for label, d in flips(data, 14, 4)],
+    ]
+
+
+# -- config TOML --------------------------------------------------------------------------------
+
+
+def config_cases() -> list[Case]:
+    return [
+        ("invalid UTF-8", b'expect = ["\xff"]\n'),
+        ("not TOML", b"expect: [tma]\n"),
+        ("a cut table", b"[thresholds.producer-bound\n"),
+        ("unknown key", b'expcet = ["tma"]\n'),
+        ("unknown expectation", b'expect = ["warp-drive"]\n'),
+        ("expect not a list", b'expect = "tma"\n'),
+        ("unknown hypothesis", b"[thresholds.too-slow]\nx = 1\n"),
+        ("unknown threshold", b"[thresholds.producer-bound]\nmin_wait = 0.5\n"),
+        ("threshold not a table", b"[thresholds]\nproducer-bound = 3\n"),
+        ("NUL bytes", b"\0" * 100),
+        ("random bytes", random.Random(15).randbytes(4096)),
+        ("JSON", b'{"expect": ["tma"]}'),
+    ]
+
+
+# Config files that crash analyses/config.py (a traceback, not an Error line): see the
+# xfail in test_bad_inputs.py.
+CONFIG_CRASHES = [
+    ("thresholds not a table", b'thresholds = "x"\n'),
+    ("arrays nested 100,000 deep", b"x = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"),
+]
+
+
+# -- bundles ------------------------------------------------------------------------------------
+
+
+def manifest_cases(valid: bytes) -> list[Case]:
+    """Damaged manifests, from the `valid` manifest of a real bundle."""
+    doc = json.loads(valid)
+    run = doc["runs"][-1]
+
+    def with_runs(*runs) -> bytes:
+        return json.dumps({**doc, "runs": list(runs)}).encode()
+
+    return [
+        *common_wrong_kinds(),
+        *cuts(valid, 10),
+        ("format 2", json.dumps({**doc, "format": 2}).encode()),
+        ("runs not a list", json.dumps({**doc, "runs": {"a": 1}}).encode()),
+        ("a run that is a number", with_runs(1)),
+        ("a run that is null", with_runs(None)),
+        ("a run without fields", with_runs({})),
+        ("argv not a list", with_runs({**run, "argv": "repro --flag"})),
+        ("argv of numbers", with_runs({**run, "argv": [1, 2]})),
+        ("outputs a list", with_runs({**run, "outputs": ["sanitizer/memcheck.xml"]})),
+        ("exit code a string", with_runs({**run, "exit_code": "0"})),
+        ("an output path out of the bundle", with_runs({**run, "outputs": {"xml": "../../../../etc/passwd"}})),
+        ("an absolute output path", with_runs({**run, "outputs": {"xml": "/etc/passwd"}})),
+        ("a home-relative output path", with_runs({**run, "outputs": {"xml": "~/.ssh/id_rsa"}})),
+        ("a NUL in an output path", with_runs({**run, "outputs": {"xml": "sanitizer/a\u0000b.xml"}})),
+        ("a stdout path out of the bundle", with_runs({**run, "stdout": "../outside.txt"})),
+        ("nested 100,000 deep", b'{"format": 1, "runs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+        ("17 MiB of padding", json.dumps({**doc, "pad": "x" * (17 << 20)}).encode()),
+    ]

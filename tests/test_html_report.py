@@ -1,0 +1,230 @@
+"""The standalone HTML pages (cli/html.py): what they say is the analysis (every verdict,
+its evidence and remedy, every Nsight Compute rule), hostile text stays text, and in a real
+headless Chromium every chart renders, offline, with no console message.
+
+The browser tests need a `chromium` (or Chrome) binary and are skipped with the reason
+when there is none; CI installs Debian's chromium (.ci/run)."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from support import REPORTS, wsperf
+from test_charts import HOSTILE_CLEAN, PNG_MAGIC, compare_result, hostile
+from test_charts import compare_runs  # noqa: F401  (a fixture: pytest finds it by name here)
+from wsperf.analyses.analyze import analyze
+from wsperf.cli import charts as ch
+from wsperf.cli.html import analysis_page, compare_page
+from wsperf.collectors.ncu import load_reports
+from wsperf.collectors.store import open_store
+
+PAGE_REPORTS = [REPORTS / "ws_stream_producer.ncu-rep", REPORTS / "gemm_wgmma_tma.ncu-rep",
+                REPORTS / "gemm_wgmma_tma_basic.ncu-rep"]
+
+
+@pytest.fixture(scope="module")
+def analyses():
+    con = open_store(None)
+    load_reports(con, PAGE_REPORTS)
+    yield analyze(con)
+    con.close()
+
+
+class Page(HTMLParser):
+    """What a browser's parser sees: every start tag, and the text outside scripts."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+        self._in_script = False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data):
+        if not self._in_script:
+            self.text.append(data)
+
+    def all_text(self) -> str:
+        return " ".join(" ".join(self.text).split())
+
+
+def _words(s: str) -> str:
+    return " ".join(s.split())
+
+
+def test_the_page_says_what_the_analysis_says(analyses):
+    page = Page(analysis_page(analyses))
+    text = page.all_text()
+    for a in analyses:
+        assert _words(a.summary.demangled) in text
+        for f in a.findings:
+            assert _words(f"{f.id} {f.status.value} {f.summary}") in text
+            assert _words(f.remedy) in text
+            for k in f.evidence:
+                assert k in text
+        for r in a.summary.ncu_rules:
+            assert _words(r.message) in text
+    charts = [t for t, attrs in page.tags if t == "div" and attrs.get("class") == "chart"]
+    assert len(charts) == len(ch.analysis_charts(analyses)) == 7  # 3 + 3 + the basic report's speed of light
+
+
+def test_hostile_kernel_name_is_text_in_the_page(analyses):
+    bad = [hostile(a) for a in analyses[:2]]
+    out = analysis_page(bad)
+    assert "</script><script>alert" not in out and "\x1b" not in out and "<b>x</b>" not in out
+    page = Page(out)
+    scripts = [a for t, a in page.tags if t == "script"]
+    charts = ch.analysis_charts(bad)
+    # The bundle, one JSON spec per chart, the embed script: nothing else became a script.
+    assert len(scripts) == 1 + len(charts) + 1
+    # The only <b> elements are the page's own (rule titles), none from the name's <b>x</b>.
+    assert sum(t == "b" for t, _ in page.tags) == sum(bool(r.title) for a in bad for r in a.summary.ncu_rules)
+    assert HOSTILE_CLEAN in page.all_text()  # shown to the reader as the text it is
+
+
+def test_compare_page_lists_every_figure_and_verdict(compare_runs):
+    result = compare_result(compare_runs)
+    page = Page(compare_page(result))
+    text = page.all_text()
+    k = result.kernels[0]
+    assert "regression" in text and k.base_name in text and k.cand_name in text
+    for f in k.figures:
+        assert f.name in text
+    assert "serialized-roles rejected confirmed newly confirmed" in text
+    assert len([1 for t, a in page.tags if t == "div" and a.get("class") == "chart"]) == 2
+
+
+def test_html_option_writes_the_page_and_refuses_a_directory(tmp_path):
+    p = wsperf("analyze", *PAGE_REPORTS[:1], "--html", tmp_path / "r.html", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "r.html").stat().st_size > 500_000  # the inlined Vega bundle
+    p = wsperf("analyze", *PAGE_REPORTS[:1], "--html", tmp_path)
+    assert p.returncode == 2 and p.stderr.count("Error:") == 1 and "is a directory" in p.stderr
+
+
+# ---------------------------------------------------------------------------------
+# a real browser
+# ---------------------------------------------------------------------------------
+
+def chromium() -> str | None:
+    for name in (os.environ.get("WSPERF_CHROMIUM"), "chromium", "chromium-browser", "google-chrome", "chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+needs_browser = pytest.mark.skipif(chromium() is None, reason="no chromium binary on PATH (apt-get install "
+                                   "chromium, or set WSPERF_CHROMIUM); .ci/run installs it")
+
+
+def headless(url: str, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+    """Chromium, headless and offline-minded, with console messages on stderr."""
+    return subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=15000",
+         *extra, url],
+        capture_output=True, text=True, timeout=180)
+
+
+def open_in_browser(page: Path, tmp: Path, shot: Path) -> tuple[str, list[str]]:
+    """The DOM after the page's scripts ran, its console messages; and a screenshot."""
+    dom = headless(page.as_uri(), tmp / "profile-dom", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    pic = headless(page.as_uri(), tmp / "profile-shot", "--hide-scrollbars", "--window-size=1280,2400",
+                   f"--screenshot={shot}")
+    assert pic.returncode == 0 and shot.read_bytes()[:8] == PNG_MAGIC and shot.stat().st_size > 10_000
+    return dom.stdout, console
+
+
+def assert_every_chart_rendered(dom: str, expected: int) -> None:
+    page = Page(dom)
+    charts = [a for t, a in page.tags if t == "div" and "chart" in a.get("class", "").split()]
+    assert len(charts) == expected
+    assert all(a.get("data-rendered") == "true" for a in charts), [a.get("id") for a in charts]
+    # vega-embed drew an <svg> inside every container (up to the next container or the end)
+    parts = re.split(r'<div class="chart\b', dom)[1:]
+    assert len(parts) == expected and all("<svg" in part for part in parts)
+    assert not [a for t, a in page.tags if "chart-error" in a.get("class", "").split()]
+    assert not [a for t, a in page.tags if t == "body" and "data-chart-errors" in a]
+
+
+@needs_browser
+def test_analyze_page_renders_in_chromium(analyses, tmp_path):
+    page = tmp_path / "analyze.html"
+    page.write_text(analysis_page(analyses), encoding="utf-8")  # what --html writes (tested above)
+    t0 = time.perf_counter()
+    dom, console = open_in_browser(page, tmp_path, tmp_path / "analyze.png")
+    print(f"chromium: analyze page ({page.stat().st_size / 1e6:.2f} MB) loaded, dumped and shot in "
+          f"{time.perf_counter() - t0:.1f} s")
+    assert console == []
+    assert_every_chart_rendered(dom, 7)
+    for name in ("ws_stream", "gemm_ws", "producer-bound", "missing-specialized-instructions"):
+        assert name in dom
+
+
+@needs_browser
+def test_compare_page_and_a_chart_file_render_in_chromium(compare_runs, tmp_path):
+    result = compare_result(compare_runs, cand="cmp_cpasync")
+    page = tmp_path / "compare.html"
+    page.write_text(compare_page(result), encoding="utf-8")
+    dom, console = open_in_browser(page, tmp_path, tmp_path / "compare.png")
+    assert console == []
+    assert_every_chart_rendered(dom, 2)
+    written = ch.write_charts({"compare-duration": ch.compare_charts(result)["compare-duration"]}, tmp_path / "c")
+    dom, console = open_in_browser(next(p for p in written if p.suffix == ".html"), tmp_path / "c",
+                                   tmp_path / "chart.png")
+    assert console == []
+    assert_every_chart_rendered(dom, 1)
+
+
+@needs_browser
+def test_hostile_page_runs_no_injected_script_in_chromium(analyses, tmp_path):
+    page = tmp_path / "hostile.html"
+    bad = [hostile(a) for a in analyses[:1]]
+    # Were the name to break out, alert(1) would run; make any injected script visible instead.
+    text = analysis_page(bad).replace("<head>", "<head><script>window.alert = function (m) "
+                                      "{ console.error('injected ' + m); };</script>", 1)
+    page.write_text(text, encoding="utf-8")
+    dom, console = open_in_browser(page, tmp_path, tmp_path / "hostile.png")
+    assert console == []
+    assert_every_chart_rendered(dom, len(ch.analysis_charts(bad)))
+    assert html.escape(HOSTILE_CLEAN, quote=False) in dom
+
+
+@needs_browser
+def test_a_chart_that_fails_to_draw_is_caught(tmp_path):
+    """The checks above can fail: a spec Vega-Lite rejects leaves an error in its place."""
+    import altair as alt
+    import pandas as pd
+
+    good = alt.Chart(pd.DataFrame({"a": [1, 2]})).mark_bar().encode(x="a:Q")
+    text = ch.chart_html({"good": good, "bad": good}, "t")
+    first = text.index('data-target="chart-bad">')
+    text = text[:first] + text[first:].replace('"type": "bar"', '"type": "no-such-mark"', 1)
+    page = tmp_path / "bad.html"
+    page.write_text(text, encoding="utf-8")
+    dom, _ = open_in_browser(page, tmp_path, tmp_path / "bad.png")
+    rendered = {a.get("id"): a.get("data-rendered") for t, a in Page(dom).tags if t == "div"}
+    assert rendered == {"chart-good": "true", "chart-bad": None}
+    with pytest.raises(AssertionError):
+        assert_every_chart_rendered(dom, 2)
+    assert "chart failed: " in dom
