@@ -13,7 +13,7 @@ import sys
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -51,14 +51,19 @@ def compare(
     fmt: CompareFormat = typer.Option(CompareFormat.text, "--format", "-f", help="text, json, markdown or junit."),
     out_file: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the output to this file instead of "
                                             "stdout."),
+    charts_dir: Optional[Path] = typer.Option(None, "--charts", help="Also write the before/after charts into this "
+                                              "directory (.vl.json, .html, .png, .svg); Markdown links the PNGs."),
+    html_file: Optional[Path] = typer.Option(None, "--html", help="Also write one standalone HTML page (works "
+                                             "offline): the verdict, the charts, every figure per kernel."),
 ) -> None:
     """Compare a candidate against a base: every kernel on both sides, figure by figure
     (duration and shares tested with Mann-Whitney U and a minimum change; registers,
     shared memory, launch shape, instruction paths exactly) and hypothesis by hypothesis.
     Exit 1 when anything regressed, 0 when not."""
-    from wsperf.cli.main import err, error_boundary
+    from wsperf.cli.main import _check_outputs, err, error_boundary
 
     with error_boundary():
+        _check_outputs(charts_dir, html_file)
         if vs:
             base_names, cand_names = list(inputs), list(vs)
         elif len(inputs) == 2:
@@ -76,11 +81,46 @@ def compare(
             cand = resolve_side(con, cand_names, db=db, progress=tick)
         result = run_compare(con, base.launch_ids, cand.launch_ids, cfg, base_label=base.label,
                              cand_label=cand.label, kernel=kernel)
+        charts = _charts_and_page(result, charts_dir, html_file, err)
         _write(fmt, result, out_file)
+        if charts and fmt is CompareFormat.markdown:
+            from wsperf.cli.charts import charts_markdown
+
+            _append(charts_markdown(charts, charts_dir), out_file)
         if out_file is not None:
             err.print(render.plain(f"wsperf compare: {summary_line(result)}; wrote {out_file}"))
     if result.regression:
         raise typer.Exit(ExitCode.REGRESSION)
+
+
+def _charts_and_page(result: CompareResult, charts_dir: Path | None, html_file: Path | None,
+                     console: Console) -> dict:
+    """Write --charts and --html; returns the charts written (empty without --charts)."""
+    if charts_dir is None and html_file is None:
+        return {}
+    from wsperf.cli.charts import compare_charts, write_charts
+
+    charts = compare_charts(result)
+    if html_file is not None:
+        from wsperf.cli.html import compare_page, write_page
+
+        console.print(render.plain(f"wsperf compare: wrote {write_page(compare_page(result, charts), html_file)}"))
+    if charts_dir is None:
+        return {}
+    files = write_charts(charts, charts_dir)
+    console.print(render.plain(f"wsperf compare: wrote {len(charts)} charts ({len(files)} files) to {charts_dir}"))
+    return charts
+
+
+def _append(text: str, out_file: Path | None) -> None:
+    if out_file is None:
+        sys.stdout.write(text)
+        return
+    try:
+        with open(out_file, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise InputError(f"{out_file}: cannot write the output ({e.strerror or e}); pick a writable path") from None
 
 
 @contextmanager
@@ -227,18 +267,6 @@ def compare_text(result: CompareResult, console: Console) -> None:
 # JSON: the dataclasses, field for field, plus the derived regression flags.
 
 
-def _data(obj: Any) -> Any:
-    import dataclasses
-
-    if dataclasses.is_dataclass(obj):
-        return {f.name: _data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, (list, tuple)):
-        return [_data(v) for v in obj]
-    return obj
-
-
 def compare_json(result: CompareResult) -> str:
     n, m = _regressions(result)
     doc = {
@@ -248,7 +276,7 @@ def compare_json(result: CompareResult) -> str:
         "regressions": n,
         "kernels_regressed": m,
         "exit_code": ExitCode.REGRESSION if result.regression else ExitCode.OK,
-        "kernels": [dict(_data(k), regression=k.regression) for k in result.kernels],
+        "kernels": [dict(render._jsonable(k), regression=k.regression) for k in result.kernels],
         "only_base": list(result.only_base),
         "only_cand": list(result.only_cand),
     }

@@ -24,3 +24,13 @@ def kernels(*reports: Path, extra: tuple[str, ...] = ()) -> list[dict]:
     p = wsperf("analyze", *reports, "--format", "json", *extra)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)["kernels"]
+
+
+def assert_one_error_line(p: subprocess.CompletedProcess, code: int, *needles: str) -> None:
+    """The bad-input contract: exit `code`, one `Error:` line on stderr holding each needle, no traceback."""
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), p.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]

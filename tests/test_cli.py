@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from support import ALL_REPORTS, REPORTS, kernels, wsperf
-
-
-def assert_one_error_line(p: subprocess.CompletedProcess, code: int, *needles: str) -> None:
-    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
-    assert "Traceback" not in p.stderr
-    lines = [l for l in p.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("Error: "), p.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
+from support import ALL_REPORTS, REPORTS, assert_one_error_line, kernels, wsperf
 
 
 def test_every_fixture_report_analyzes_to_valid_json():

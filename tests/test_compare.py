@@ -9,7 +9,6 @@ import itertools
 import json
 import random
 import statistics
-import subprocess
 import xml.etree.ElementTree as ET
 from io import StringIO
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from rich.console import Console
 
 from bundles import sanitizer_bundle
-from support import REPORTS, ROOT, wsperf
+from support import REPORTS, ROOT, assert_one_error_line, wsperf
 
 from wsperf.analyses.compare import (Change, CompareResult, FigureChange, KernelComparison, VerdictChange, compare,
                                      decide, mann_whitney_p, min_p, resolve_side)
@@ -41,15 +40,6 @@ def store():
     sides = {p: resolve_side(con, [str(p)]).launch_ids for p in paths}
     yield con, sides
     con.close()
-
-
-def assert_one_error_line(p: subprocess.CompletedProcess, code: int, *needles: str) -> None:
-    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
-    assert "Traceback" not in p.stderr
-    lines = [l for l in p.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("Error: "), p.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def _cmp(store, base: Path, cand: Path, config: AnalysisConfig | None = None) -> CompareResult:
@@ -387,3 +377,32 @@ def test_run_labels_in_a_store(tmp_path):
     # A label and a report file mix; an unknown label is one error line.
     assert wsperf("compare", "before", REPORTS / "ws_stream_healthy.ncu-rep", "--db", db).returncode == 0
     assert_one_error_line(wsperf("compare", "before", "nightly-1", "--db", db), 2, "no run labelled 'nightly-1'")
+
+
+def test_charts_and_html_page_beside_the_markdown(tmp_path):
+    """--charts and --html on compare: the before/after charts as files, linked from
+    the Markdown comment, and one page holding the verdict."""
+    md_file, charts, page = tmp_path / "comment.md", tmp_path / "charts", tmp_path / "compare.html"
+    p = wsperf("compare", CMP / "cmp_healthy_a.ncu-rep.gz", CMP / "cmp_serialized.ncu-rep.gz", "--format", "markdown",
+               "--out", md_file, "--charts", charts, "--html", page)
+    assert p.returncode == 1, p.stderr
+    names = sorted(f.name for f in charts.iterdir())
+    assert names == sorted(f"compare-{c}.{ext}" for c in ("duration", "flagged")
+                           for ext in ("html", "png", "svg", "vl.json"))
+    assert (charts / "compare-duration.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = md_file.read_text()
+    assert text.index("regression") < text.index("### Charts")
+    assert f"]({(charts / 'compare-duration.png').as_posix()})" in text
+    html = page.read_text()
+    assert 'class="regression"' in html and "serialized-roles" in html and html.count('class="vl-spec"') == 2
+    spec = json.loads((charts / "compare-duration.vl.json").read_text())
+    values = spec["datasets"] if "datasets" in spec else {}
+    points = [v for ds in values.values() for v in ds]
+    assert len(points) >= 12  # every launch of both sides is a point
+
+
+def test_charts_into_a_file_path_is_refused_before_loading(tmp_path):
+    f = tmp_path / "taken"
+    f.write_text("")
+    p = wsperf("compare", CMP / "cmp_healthy_a.ncu-rep.gz", CMP / "cmp_healthy_b.ncu-rep.gz", "--charts", f)
+    assert p.returncode == 2 and p.stderr.startswith("Error:") and "not a directory" in p.stderr
