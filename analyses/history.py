@@ -299,7 +299,11 @@ def history(
     params: dict[str, object] = {"tags": tags, "last": last, "kernel": kernel}
     if metric != "duration_ns":
         params["metric"] = metric
-    rows = con.execute(sql, params).fetchall()
+    try:
+        rows = con.execute(sql, params).fetchall()
+    except duckdb.Error as e:
+        raise StoreError(f"reading the runs failed: {str(e).strip().splitlines()[0]}; the store may be damaged: "
+                         "check it with `wsperf sql \"SELECT count(*) FROM runs\" --db FILE`") from None
     points = [HistoryPoint(run_id, label, commit, branch, started, tuple(tg), k, d, metric, n, med, lo, hi)
               for run_id, label, commit, branch, started, tg, k, d, n, med, lo, hi in rows]
     if not points:
@@ -330,6 +334,8 @@ def _require_runs(con: duckdb.DuckDBPyConnection) -> None:
         ((n,),) = con.execute("SELECT count(*) FROM runs").fetchall()
     except duckdb.CatalogException:
         n = 0  # a store written before runs were recorded
+    except duckdb.Error as e:
+        raise StoreError(f"the store cannot be read: {str(e).strip().splitlines()[0]}") from None
     if not n:
         raise InputError("no runs are recorded in this store: record one with `wsperf analyze REPORTS --db FILE` "
                          "(add --label NAME --tag nightly to name it)")

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from wsperf.analyses.analyze import launch_ids_of_reports
+from wsperf.analyses.config import load_config
 from wsperf.analyses.history import (HistoryPoint, RunMeta, check_label, describe_run, export_parquet,
                                      history as run_history, record_run)
 from wsperf.cli import render
@@ -86,13 +87,20 @@ def history(
     last: Optional[int] = typer.Option(None, "--last", "-n", help="Only the newest N of those runs."),
     fmt: HistoryFormat = typer.Option(HistoryFormat.text, "--format", "-f", help="text, json, markdown or csv."),
     lock_timeout: float = typer.Option(LOCK_TIMEOUT_S, "--lock-timeout", help=LOCK_HELP),
+    charts_dir: Optional[Path] = typer.Option(None, "--charts", help="Also write the trend chart (history.vl.json, "
+                                              ".html, .png, .svg) into this directory: median per run, min-max band, "
+                                              "and the regression threshold over the first run shown."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [compare.thresholds] sets the "
+                                          "threshold line (default: compare's, 3% for duration_ns)."),
 ) -> None:
     """A kernel's figure over the recorded runs: one row per (run, kernel), oldest run
     first, with the run's label, commit, date and tags, its number of launches and the
     median, min and max of the metric over them."""
-    from wsperf.cli.main import error_boundary, out
+    from wsperf.cli.main import _check_outputs, err, error_boundary, out
 
     with error_boundary():
+        _check_outputs(charts_dir, None)
+        cfg = load_config(config)
         if not db.is_file():
             raise InputError(f"{db}: no such store; record runs into it with `wsperf analyze REPORTS --db {db}`")
         con = open_store(db, read_only=True, lock_timeout=lock_timeout)
@@ -105,6 +113,13 @@ def history(
             sys.stdout.write(history_csv(points))
         else:
             history_text(points, out)
+        if charts_dir is not None:
+            from wsperf.cli.charts import history_chart, write_charts
+
+            threshold = cfg.compare.threshold(metric)
+            chart = history_chart(points, threshold if threshold is not None else cfg.compare.threshold("duration_ns"))
+            files = write_charts({"history": chart}, charts_dir)
+            err.print(render.plain(f"wsperf history: wrote the trend chart ({len(files)} files) to {charts_dir}"))
 
 
 _COLUMNS = ("run", "label", "commit", "branch", "date", "tags", "kernel", "n", "median", "min", "max")

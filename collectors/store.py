@@ -206,6 +206,9 @@ def _apply_schema(con: duckdb.DuckDBPyConnection, where: object) -> None:
                              f"{', '.join(sorted(tables)[:5])}); give a new file name")
         con.execute(schema_sql())
         con.execute("INSERT OR IGNORE INTO wsperf_meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
+    except duckdb.IOException as e:
+        raise StoreError(f"{where}: cannot be read as a store ({_first_line(e)}); the file is damaged or "
+                         "truncated: restore it, or load the reports into a new store file") from None
     except duckdb.Error as e:
         raise StoreError(f"{where}: cannot write the wsperf tables ({_first_line(e)}); "
                          "check that the file and its directory are writable") from None
@@ -218,6 +221,9 @@ def _check_version(con: duckdb.DuckDBPyConnection, where: object) -> None:
     except duckdb.CatalogException:
         raise StoreError(f"{where}: is a DuckDB database but not a wsperf store; "
                          "create one by loading a report into a new file") from None
+    except duckdb.Error as e:  # a cut or damaged file: DuckDB fails reading its blocks
+        raise StoreError(f"{where}: cannot be read as a store ({_first_line(e)}); the file is damaged or "
+                         "truncated: restore it, or load the reports into a new store file") from None
     if not rows or rows[0][0] != SCHEMA_VERSION:
         raise StoreError(f"{where}: was written with store layout {rows[0][0] if rows else 'unknown'}, this wsperf "
                          f"uses layout {SCHEMA_VERSION}; load the reports into a new store file")

@@ -345,3 +345,24 @@ def test_hypothesis_queries_read_only_the_requested_launches(runs):
     assert [(f.id, f.status, f.evidence) for f in first.findings] == [
         (f.id, f.status, f.evidence) for f in verdicts[lid].findings]
     alone.close()
+
+
+def test_history_writes_the_trend_chart_with_the_threshold(runs, tmp_path):
+    """--charts: the trend chart's data are the history's points, and its threshold rule
+    is the first run's median x (1 + the configured duration threshold)."""
+    db = runs[0]
+    cfg = tmp_path / "wsperf.toml"
+    cfg.write_text("[compare.thresholds]\nduration_ns = 7.5\n")
+    charts = tmp_path / "charts"
+    p = wsperf("history", "--db", db, "--kernel", "^ws_stream$", "--charts", charts, "--config", cfg,
+               "--format", "json")
+    assert p.returncode == 0, p.stderr
+    points = json.loads(p.stdout)["points"]
+    assert (charts / "history.png").read_bytes()[:4] == b"\x89PNG"
+    spec = json.loads((charts / "history.vl.json").read_text())
+    rows = [r for ds in spec["datasets"].values() for r in ds]
+    medians = sorted(r["median"] for r in rows if "median" in r)
+    assert medians == sorted(pt["median"] for pt in points)
+    (rule,) = [r for r in rows if "threshold" in r]
+    first = min(points, key=lambda pt: pt["run_id"])
+    assert rule["threshold"] == pytest.approx(first["median"] * 1.075)

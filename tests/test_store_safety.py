@@ -74,15 +74,34 @@ def wait_until(p: subprocess.Popen, cond, what: str, timeout: float = 120.0) -> 
         time.sleep(0.01)
 
 
+def group_alive(pgid: int) -> list[int]:
+    """Members of process group `pgid` that still run. Zombies are dead: orphans may be
+    re-parented to this process (collectors/process.py makes it a child subreaper when
+    another test runs collect in-process), and those are reaped here."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        pid, state, group = int(stat.parent.name), fields[0], int(fields[2])
+        if group != pgid:
+            continue
+        if state == "Z":
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass  # someone else's to reap
+        else:
+            alive.append(pid)
+    return alive
+
+
 def kill_group(p: subprocess.Popen) -> None:
     os.killpg(p.pid, signal.SIGKILL)
     p.wait(timeout=30)
     deadline = time.monotonic() + 30
-    while True:  # the readers die with the group; wait until the kernel has reaped them
-        try:
-            os.killpg(p.pid, 0)
-        except ProcessLookupError:
-            return
+    while group_alive(p.pid):  # the readers die with the group
         assert time.monotonic() < deadline, "reader processes outlived SIGKILL of their group"
         time.sleep(0.05)
 
