@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 import duckdb
 
 from wsperf.analyses.analyze import prepare
+from wsperf.analyses.sql import check_kernel_regex
 from wsperf.analyses.config import AnalysisConfig
 from wsperf.analyses.correctness import correctness_report, gather
 from wsperf.analyses.history import launch_ids_for_run
@@ -193,12 +194,7 @@ class _Group:
 def check_kernel_filter(con: duckdb.DuckDBPyConnection, kernel: str | None) -> None:
     """Raise InputError when `kernel` is not a regular expression DuckDB (RE2) accepts;
     checked before any report loads."""
-    if kernel is None:
-        return
-    try:
-        con.execute("SELECT regexp_matches('', $kernel)", {"kernel": kernel}).fetchall()
-    except duckdb.Error as e:
-        raise InputError(f"--kernel {kernel!r}: not a valid regular expression ({str(e).splitlines()[0]})") from None
+    check_kernel_regex(kernel)
 
 
 def _groups(con: duckdb.DuckDBPyConnection, ids: Sequence[int], kernel: str | None) -> list[_Group]:

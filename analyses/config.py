@@ -83,6 +83,8 @@ def load_config(path: Path | None, extra_expect: tuple[str, ...] = ()) -> Analys
             raise InputError(f"{path}: cannot read config file ({e})") from None
         except tomllib.TOMLDecodeError as e:
             raise InputError(f"{path}: not valid TOML ({e})") from None
+        except RecursionError:  # tomllib recurses once per nesting level
+            raise InputError(f"{path}: nested too deeply to be a wsperf config") from None
     unknown = set(doc) - {"expect", "thresholds", "compare"}
     if unknown:
         raise InputError(f"{path}: unknown config keys {', '.join(sorted(unknown))}; known: expect, thresholds, "
@@ -92,7 +94,10 @@ def load_config(path: Path | None, extra_expect: tuple[str, ...] = ()) -> Analys
         raise InputError(f"{path}: expect must be a list of strings")
     known = {h.id: h for h in catalogue()}
     thresholds: dict[str, dict[str, Any]] = {}
-    for hid, values in (doc.get("thresholds") or {}).items():
+    table = doc.get("thresholds") or {}
+    if not isinstance(table, dict):
+        raise InputError(f"{path}: thresholds must be tables, [thresholds.<hypothesis>] with name = number")
+    for hid, values in table.items():
         if hid not in known:
             raise InputError(f"{path}: no hypothesis {hid!r}; known: {', '.join(sorted(known))}")
         if not isinstance(values, dict):
@@ -101,6 +106,12 @@ def load_config(path: Path | None, extra_expect: tuple[str, ...] = ()) -> Analys
         if bad:
             raise InputError(f"{path}: thresholds.{hid} has no {', '.join(sorted(bad))}; "
                              f"known: {', '.join(sorted(known[hid].thresholds))}")
+        for name, v in values.items():
+            default = known[hid].thresholds[name]
+            if isinstance(default, (int, float)) and not isinstance(default, bool) and \
+                    (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise InputError(f"{path}: thresholds.{hid}.{name} must be a number like its default "
+                                 f"{default!r}, not {v!r}")
         thresholds[hid] = dict(values)
     return AnalysisConfig(tuple(check_expectations([*expect, *extra_expect])), thresholds,
                           _compare_settings(path, doc.get("compare")))

@@ -356,7 +356,8 @@ def deadlock_report(ev: Evidence) -> DeadlockReport:
     hung = (f"`{' '.join(run.argv)}` was still running at the time limit ({run.phase} phase) and was killed"
             if run is not None and run.timed_out else "the repro hung")
     if ev.capture is None:
-        note = run.note if run is not None and run.note else "no cuda-gdb capture in the bundle"
+        note = "no cuda-gdb capture in the bundle (cuda-gdb missing, or it could not attach)" + (
+            f"; the run: {run.note}" if run is not None and run.note else "")
         return DeadlockReport(hung, (), 0, (), _causes([]), note)
     try:
         capture: HangCapture = read_cudagdb(ev.capture)

@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import duckdb
 
-from wsperf.collectors.errors import QueryError
+from wsperf.collectors.errors import InputError, QueryError
 
 
 @dataclass(frozen=True)
@@ -62,3 +62,16 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> QueryResult:
     columns = [d[0] for d in cur.description]
     rows = [tuple(_finite(v) for v in r) for r in cur.fetchall()]
     return QueryResult(columns, rows)
+
+
+def check_kernel_regex(kernel: str | None) -> None:
+    """Raise InputError when a `--kernel` filter is not a regular expression DuckDB's
+    regexp_matches (RE2) accepts: checked before anything loads, one Error line."""
+    if kernel is None:
+        return
+    with duckdb.connect() as con:
+        try:
+            con.execute("SELECT regexp_matches('', $kernel)", {"kernel": kernel}).fetchall()
+        except duckdb.Error as e:
+            raise InputError(f"--kernel {kernel!r}: not a regular expression in RE2 syntax "
+                             f"({str(e).strip().splitlines()[0]})") from None

@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from wsperf.analyses.static import inspect as run_inspect
+from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
 from wsperf.collectors.store import open_store
 from wsperf.cli.render import OutputFormat as Format
@@ -36,6 +37,7 @@ def inspect(
     from wsperf.cli.main import SummaryFormat, _emit, error_boundary
 
     with error_boundary():
+        check_kernel_regex(kernel)
         con = open_store(db)
         result = run_inspect(con, paths, arch=arch, kernel=kernel, expect=expect)
         _emit(SummaryFormat(fmt.value), result, render.inspection_text, render.inspection_json,

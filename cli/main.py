@@ -29,7 +29,7 @@ from wsperf.collectors.collect import CollectError, Options as CollectOptions, c
 from wsperf.collectors.sanitizer import TOOLS as SANITIZER_TOOLS
 from wsperf.collectors.errors import ExitCode, InputError, WsperfError
 from wsperf.collectors.ncu import load_reports
-from wsperf.analyses.sql import run_sql
+from wsperf.analyses.sql import check_kernel_regex, run_sql
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
 
 app = typer.Typer(
@@ -118,7 +118,7 @@ def analyze(
     reports = reports or []
     with error_boundary():
         cfg = load_config(config, tuple(expect))
-        _check_kernel_regex(kernel)
+        check_kernel_regex(kernel)
         if not reports and not sanitizer:
             raise InputError("nothing to analyze: give reports, a bundle directory or --sanitizer FILE.xml")
         _check_outputs(charts_dir, html_file)
@@ -147,21 +147,6 @@ def analyze(
             from wsperf.cli.charts import charts_markdown
 
             sys.stdout.write(charts_markdown(charts, charts_dir))
-
-
-def _check_kernel_regex(kernel: Optional[str]) -> None:
-    """--kernel is matched by DuckDB's regexp_matches (RE2): refuse one it cannot compile
-    before loading anything, as one Error line."""
-    if kernel is None:
-        return
-    import duckdb
-
-    with duckdb.connect() as con:
-        try:
-            con.execute("SELECT regexp_matches('', $kernel)", {"kernel": kernel}).fetchall()
-        except duckdb.Error as e:
-            raise InputError(f"--kernel {kernel!r}: not a regular expression in RE2 syntax "
-                             f"({str(e).strip().splitlines()[0]})") from None
 
 
 def _check_outputs(charts_dir: Optional[Path], html_file: Optional[Path]) -> None:

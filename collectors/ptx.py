@@ -130,7 +130,7 @@ def parse(text: str) -> list[Entry]:
     i = 0
     while i < len(lines):
         s = lines[i].strip()
-        if s.startswith(".target"):
+        if s.startswith(".target") and len(s.split()) > 1:  # a bare `.target` line names nothing
             target = s.split()[1].rstrip(",")
         m = _ENTRY.search(s)
         fm = None if m else _FUNC.search(s)

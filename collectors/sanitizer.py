@@ -36,6 +36,7 @@ file of 100,000 records, tests/test_bad_inputs.py). Numbers must fit their colum
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import re
@@ -158,6 +159,18 @@ def parse_sanitizer_xml(data: bytes, *, tool: str | None = None, source: str = "
     """Parse compute-sanitizer XML held in `data` (see `read_sanitizer_xml`)."""
     if tool is not None and tool not in TOOLS:
         raise SanitizerOutputError(f"{source}: unknown tool {tool!r}; use one of {', '.join(TOOLS)}")
+    # Python's cycle collector rescans every finding built so far, again and again: 4x the
+    # time of a 100,000-record file. The parse makes no reference cycles; pause it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse(data, tool, source)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse(data: bytes, tool: str | None, source: str) -> SanitizerOutput:
     implied: set[str] = set()
     findings: list[SanitizerFinding] = []
     records = 0
@@ -223,12 +236,13 @@ _CHUNK = 64 << 10  # bytes fed to the parser at a time (larger chunks parse slow
 # docstring); an XML declaration may name only these.
 _BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _DECLARED = re.compile(rb"^(?:\xef\xbb\xbf)?<\?xml[^>]*?\bencoding\s*=\s*[\"']([^\"']*)[\"']")
+_ROOT_TAG = re.compile(rb"(?:\xef\xbb\xbf)?(?:\s+|<\?.*?\?>|<!--.*?-->)*<([^\s/>?!]+)", re.S)
 _ASCII_COMPATIBLE = {"utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1"}
 
 
 def _records(data: bytes, source: str) -> Iterator[ET.Element]:
-    """The <record> children of the root, each complete, in file order; each is dropped
-    from the tree once the caller has it."""
+    """The <record> elements under the root, each complete, in file order; each is
+    emptied once the caller has it."""
     how = "give the file written by `compute-sanitizer --xml --save FILE`"
     if not data.strip():
         raise SanitizerOutputError(f"{source}: is empty; {how}")
@@ -241,27 +255,28 @@ def _records(data: bytes, source: str) -> Iterator[ET.Element]:
     if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
         raise SanitizerOutputError(f"{source}: declares a DOCTYPE or ENTITY, which compute-sanitizer output "
                                    f"never does; refusing to parse it; {how}")
-    parser = ET.XMLPullParser(events=("start", "end"))
-    root: ET.Element | None = None
-    depth = 0
+    # The root's tag from the prolog (a declaration, comments, processing instructions),
+    # so that a foreign file stops before its body is parsed; parsing then reports only
+    # the ends of elements (twice as fast as starts and ends on a large file).
+    sniffed = _ROOT_TAG.match(data[:_CHUNK])
+    if sniffed and sniffed.group(1) != ROOT.encode():
+        raise SanitizerOutputError(f"{source}: is XML but not compute-sanitizer output (root "
+                                   f"<{_shown(sniffed.group(1).decode('utf-8', 'replace'))}>, expected <{ROOT}>); {how}")
+    parser = ET.XMLPullParser(events=("end",))
+    last: ET.Element | None = None
     try:
         for at in range(0, len(data), _CHUNK):
             parser.feed(data[at:at + _CHUNK])
-            for event, elem in parser.read_events():
-                if event == "start":
-                    depth += 1
-                    if root is None:
-                        root = elem
-                        if root.tag != ROOT:
-                            raise SanitizerOutputError(
-                                f"{source}: is XML but not compute-sanitizer output (root <{_shown(root.tag)}>, "
-                                f"expected <{ROOT}>); {how}")
-                    continue
-                depth -= 1
-                if depth == 1 and elem.tag == "record":
-                    yield elem
-                    root.clear()  # type: ignore[union-attr]  # the records read so far (the iterparse idiom)
+            for _, last in parser.read_events():
+                if last.tag == "record":
+                    yield last
+                    last.clear()  # an empty element stays behind: ~100 bytes a record
         parser.close()
+        for _, last in parser.read_events():
+            pass
+        if last is None or last.tag != ROOT:  # the last element to end is the root
+            raise SanitizerOutputError(f"{source}: is XML but not compute-sanitizer output (root "
+                                       f"<{_shown(last.tag) if last is not None else ''}>, expected <{ROOT}>); {how}")
     except ET.ParseError as e:
         raise SanitizerOutputError(f"{source}: is not complete XML ({e}); the run may have been cut short; "
                                    f"{how}") from None

@@ -4,14 +4,14 @@
 # runs collect on each, checking the exit code (0 clean / 3 correctness / 4 deadlock),
 # what the bundle holds, and that `wsperf analyze BUNDLE` offline gives the same
 # outcome. Prints a PASS/FAIL table; exits 1 when any row fails. About 3-5 minutes.
-#   bash scripts/gpu-e2e.sh            (bundles under $OUT, default /tmp/wsperf-e2e)
+#   bash scripts/gpu-e2e.sh            (bundles under $WORK, default /tmp/wsperf-e2e)
 # wsperf is installed as scripts/gpu-tests.sh installs it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/site-env.sh
 wsperf() { python3 -c 'from wsperf.cli.main import app; app()' "$@"; }
 
-out=${OUT:-/tmp/wsperf-e2e}
+out=${WORK:-/tmp/wsperf-e2e}
 build=${BUILD:-/tmp/wsperf-e2e-build}
 limit=${TIMEOUT_S:-30}   # --timeout: each run of the repro; ws_deadlock hangs for this long
 rm -rf "$out" && mkdir -p "$out" "$build"

@@ -9,16 +9,20 @@
 #                                          serialized-roles newly confirmed)
 # plus the pull-request form on the bundles (Markdown). Prints PASS/FAIL per step and
 # exits 1 when any fails. About 2-3 minutes.
-#   bash scripts/gpu-nightly.sh        (work under $OUT, default /tmp/wsperf-nightly)
+#   bash scripts/gpu-nightly.sh        (work under $WORK, default /tmp/wsperf-nightly)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/site-env.sh
 wsperf() { python3 -c 'from wsperf.cli.main import app; app()' "$@"; }
 
-out=${OUT:-/tmp/wsperf-nightly}
+out=${WORK:-/tmp/wsperf-nightly}
 build=${BUILD:-/tmp/wsperf-nightly-build}
 rm -rf "$out" && mkdir -p "$out" "$build"
-nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -lineinfo -o "$build/ws_stream" fixtures/src/ws_stream.cu || exit 1
+# Per-thread release of each stage (-DWS_RELEASE_PER_THREAD=1): racecheck reports the
+# default build's __syncwarp + lane-0 release as a shared-memory race (fixtures/README.md,
+# "racecheck and the one-lane release"), and collect rightly stops at any sanitizer error.
+nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -lineinfo -DWS_RELEASE_PER_THREAD=1 -o "$build/ws_stream" \
+  fixtures/src/ws_stream.cu || exit 1
 db="$out/history.duckdb"
 fail=0
 check() {  # what, expected exit, actual exit, log

@@ -297,7 +297,7 @@ def manifest_cases(valid: bytes) -> list[Case]:
         return json.dumps({**doc, "runs": list(runs)}).encode()
 
     return [
-        *common_wrong_kinds(),
+        *[(label, d) for label, d in common_wrong_kinds() if label != "JSON"],  # that one is a valid empty manifest
         *cuts(valid, 10),
         ("format 2", json.dumps({**doc, "format": 2}).encode()),
         ("runs not a list", json.dumps({**doc, "runs": {"a": 1}}).encode()),
@@ -316,3 +316,153 @@ def manifest_cases(valid: bytes) -> list[Case]:
         ("nested 100,000 deep", b'{"format": 1, "runs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
         ("17 MiB of padding", json.dumps({**doc, "pad": "x" * (17 << 20)}).encode()),
     ]
+
+
+# -- fuzz targets (tests/test_fuzz.py in CI, benchmarks/fuzz_loaders.py for long runs) --------
+#
+# Each target feeds bytes to one loader, as wsperf reads them, and returns "error" (a
+# WsperfError: the documented outcome for bad input) or "ok"; any other exception is a
+# finding and propagates.
+
+# Bytes that mean something to one of the formats: markup, entities, numbers out of
+# range, table separators, escape sequences, invalid UTF-8.
+TOKENS = (b"<", b">", b"</", b"&amp;", b"&#0;", b"]]>", b"<!DOCTYPE x>", b'"', b"'", b"\0", b"\n", b"\r\n",
+          b"\x1b[31m", b"\xff\xfe", b"\xc3", b"-1", b"0x", b"9" * 25, b"0xffffffffffffffffff", b"{", b"}", b";",
+          b",", b"[", b"]", b"(", b")", b"@%p1 ", b"==== info cuda warps\n", b"==== x/2i $pc\n", b"Device 0 SM 0\n",
+          b"%r1", b".entry k(\n)\n{\n", b"mbarrier.init.shared.b64 ", b"\\", b"NaN", b"true", b"null", b"[[", b"]]")
+
+
+def mutations():
+    """A hypothesis strategy: a function applying 1-8 byte-level edits (set, insert,
+    delete, cut, duplicate a span, insert a token) to the bytes it is given."""
+    from hypothesis import strategies as st
+
+    edit = st.tuples(st.sampled_from(("set", "insert", "delete", "cut", "dup", "token")),
+                     st.floats(0, 1, allow_nan=False), st.integers(0, 255), st.integers(1, 512),
+                     st.sampled_from(TOKENS))
+    return st.lists(edit, min_size=1, max_size=8).map(Mutation)
+
+
+class Mutation:
+    """Edits to apply to bytes; its repr (what hypothesis prints for a finding) lists them."""
+
+    def __init__(self, edits) -> None:
+        self.edits = edits
+
+    def __call__(self, data: bytes) -> bytes:
+        return _apply(data, self.edits)
+
+    def __repr__(self) -> str:
+        return f"Mutation({self.edits!r})"
+
+
+def _apply(data: bytes, edits) -> bytes:
+    b = bytearray(data)
+    for op, where, byte, span, token in edits:
+        i = min(int(where * len(b)), max(len(b) - 1, 0))
+        if op == "set" and b:
+            b[i] = byte
+        elif op == "insert":
+            b[i:i] = bytes([byte]) * (span % 8 + 1)
+        elif op == "delete":
+            del b[i:i + span]
+        elif op == "cut":
+            del b[i:]
+        elif op == "dup":
+            b[i:i] = b[i:i + span]
+        else:
+            b[i:i] = token
+    return bytes(b)
+
+
+class Targets:
+    """The loaders, each taking bytes. `tmp` is a scratch directory; `store` an open
+    wsperf store (reports and sanitizer runs are added to it)."""
+
+    def __init__(self, tmp: Path, store) -> None:
+        self.tmp, self.store = tmp, store
+        self.sass = None
+        self.bundle: Path | None = None
+
+    def _write(self, name: str, data: bytes) -> Path:
+        p = self.tmp / name
+        p.write_bytes(data)
+        return p
+
+    def sanitizer_xml(self, data: bytes) -> str:
+        from wsperf.collectors.sanitizer import load_sanitizer_xml
+
+        return _outcome(lambda: load_sanitizer_xml(self.store, self._write("f.xml", data)))
+
+    def cudagdb(self, data: bytes) -> str:
+        from wsperf.collectors.cudagdb import map_waits, parse_cudagdb, parse_cuobjdump_sass
+
+        if self.sass is None:
+            self.sass = parse_cuobjdump_sass(SASS.read_text())
+        return _outcome(lambda: map_waits(parse_cudagdb(data.decode("utf-8", "replace")), self.sass))
+
+    def ptx(self, data: bytes) -> str:
+        from wsperf.analyses.worksheet import worksheet
+
+        return _outcome(lambda: worksheet([self._write("f.ptx", data)]))
+
+    def config(self, data: bytes) -> str:
+        from wsperf.analyses.config import load_config
+
+        return _outcome(lambda: load_config(self._write("f.toml", data)))
+
+    def manifest(self, data: bytes) -> str:
+        from wsperf.analyses.correctness import gather
+        from wsperf.collectors.bundle import MANIFEST
+
+        if self.bundle is None:
+            self.bundle = a_bundle(self.tmp / "target")
+        (self.bundle / MANIFEST).write_bytes(data)
+        return _outcome(lambda: gather(self.store, [self.bundle]))
+
+    def ncu_report(self, data: bytes) -> str:
+        from wsperf.collectors.ncu import load_report
+
+        return _outcome(lambda: load_report(self.store, self._write("f.ncu-rep", data), timeout_s=120))
+
+
+# Target name -> the real files its mutations start from.
+SEEDS = {
+    "sanitizer_xml": [XML, RACE_XML, CORRECTNESS / "uninit_read.initcheck.xml", CORRECTNESS / "barrier_misuse.synccheck.xml",
+                      CORRECTNESS / "smem_race.racecheck-hazards.xml"],
+    "cudagdb": [CAPTURE, CORRECTNESS / "ws_deadlock.collect-probe.txt"],
+    "ptx": sorted(PTX.glob("*.ptx")),
+    "config": [],  # seeded with CONFIG_SEED below
+    "manifest": [],  # seeded with the manifest of a real bundle (Targets.manifest)
+    "ncu_report": [BASIC, WITH_SASS],
+}
+CONFIG_SEED = (b'expect = ["tma", "tensor-core"]\n\n[thresholds.producer-bound]\nmin_consumer_wait_share = 0.25\n\n'
+               b"[compare.thresholds]\nalpha = 0.01\nduration_ns = 5.0\n")
+
+
+def seeds(target: str, tmp: Path) -> list[bytes]:
+    if target == "config":
+        return [CONFIG_SEED]
+    if target == "manifest":
+        from wsperf.collectors.bundle import MANIFEST
+
+        return [(a_bundle(tmp / "seed") / MANIFEST).read_bytes()]
+    return [p.read_bytes() for p in SEEDS[target]]
+
+
+def a_bundle(tmp: Path) -> Path:
+    """The real oob_write sanitizer bundle (tests/bundles.py; tests/ must be on sys.path)."""
+    from bundles import sanitizer_bundle
+
+    return sanitizer_bundle(tmp, "oob_write")
+
+
+def _outcome(fn) -> str:
+    from wsperf.collectors.errors import WsperfError
+
+    try:
+        fn()
+    except WsperfError as e:
+        assert str(e) and "\n" not in str(e), repr(str(e))  # one Error line
+        return "error"
+    return "ok"

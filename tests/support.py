@@ -4,9 +4,11 @@ user does (a real process, so exit codes and stderr are what a user sees)."""
 from __future__ import annotations
 
 import json
+import signal
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,3 +36,19 @@ def assert_one_error_line(p: subprocess.CompletedProcess, code: int, *needles: s
     assert len(lines) == 1 and lines[0].startswith("Error: "), p.stderr
     for n in needles:
         assert n in lines[0], lines[0]
+
+
+@contextmanager
+def time_limit(seconds: int, message: str):
+    """SIGALRM after `seconds`: a hanging input fails its test with `message` instead of
+    stalling the run."""
+    def expire(signum, frame):
+        raise TimeoutError(message)
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
