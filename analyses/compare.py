@@ -271,11 +271,15 @@ m AS (
     SELECT launch_id,
            max(value_double) FILTER (WHERE name = 'gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed') AS dram_pct,
            max(value_double) FILTER (WHERE name = 'sm__cycles_active.avg')
-               / nullif(max(value_double) FILTER (WHERE name = 'sm__cycles_elapsed.avg'), 0) AS sm_active
+               / nullif(max(value_double) FILTER (WHERE name = 'sm__cycles_elapsed.avg'), 0) AS sm_active,
+           -- In --set full reports (SpeedOfLight), not in collect's smaller set: absent on
+           -- both sides, the figure is left out.
+           max(value_double) FILTER (WHERE name = 'sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed')
+               AS tensor_pipe_pct
     FROM metrics
     WHERE instance IS NULL AND launch_id IN (SELECT launch_id FROM ids)
       AND name IN ('gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed', 'sm__cycles_active.avg',
-                   'sm__cycles_elapsed.avg')
+                   'sm__cycles_elapsed.avg', 'sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed')
     GROUP BY launch_id
 ),
 fam AS (SELECT unnest($families) AS family, generate_subscripts($families, 1) AS i),
@@ -289,6 +293,7 @@ fig(launch_id, ord, name, kind, unit, value, detail) AS (
     UNION ALL SELECT launch_id, 1, 'sm_active', 'share', 'share', sm_active, NULL FROM m
     UNION ALL SELECT launch_id, 2, 'achieved_occupancy_pct', 'share', '%', achieved_occupancy_pct, NULL FROM l
     UNION ALL SELECT launch_id, 3, 'dram_throughput_pct', 'share', '%', dram_pct, NULL FROM m
+    UNION ALL SELECT launch_id, 7, 'tensor_pipe_pct', 'share', '%', tensor_pipe_pct, NULL FROM m
     UNION ALL SELECT launch_id, CASE role WHEN 'producer' THEN 4 WHEN 'consumer' THEN 5 ELSE 6 END,
                      'wait_share:' || role, 'share', 'share', wait_share, NULL
               FROM roles WHERE launch_id IN (SELECT launch_id FROM ids)

@@ -38,6 +38,7 @@ COMPARE_DEFAULTS: dict[str, float] = {
     "sm_active": 5.0,               # sm__cycles_active.avg / sm__cycles_elapsed.avg
     "achieved_occupancy_pct": 5.0,  # sm__warps_active.avg.pct_of_peak_sustained_active
     "dram_throughput_pct": 5.0,     # gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed
+    "tensor_pipe_pct": 5.0,         # sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed (--set full)
     "wait_share": 20.0,             # share of a role's PC samples at mbarrier waits (relative change)
     "share_points": 2.0,            # ... and a share must also move this many percentage points
     "executed": 1.0,                # tolerance on executed instructions per family (deterministic kernels)

@@ -406,3 +406,23 @@ def test_charts_into_a_file_path_is_refused_before_loading(tmp_path):
     f.write_text("")
     p = wsperf("compare", CMP / "cmp_healthy_a.ncu-rep.gz", CMP / "cmp_healthy_b.ncu-rep.gz", "--charts", f)
     assert p.returncode == 2 and p.stderr.startswith("Error:") and "not a directory" in p.stderr
+
+
+def test_tensor_pipe_utilization_is_compared_when_both_sides_hold_it(store):
+    """--set full reports carry the tensor pipe's utilization (SpeedOfLight): the wgmma
+    GEMM fed by cp.async keeps the pipe busy less than the TMA-fed one. Collect's smaller
+    set does not hold it, and the figure is then left out rather than guessed."""
+    con = open_store()
+    ids = {p: resolve_side(con, [str(REPORTS / f"gemm_{p}.ncu-rep")]).launch_ids for p in ("wgmma_tma", "wgmma_cpasync")}
+    rows = dict(con.execute(
+        "SELECT launch_id, value_double FROM metrics WHERE instance IS NULL AND "
+        "name = 'sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed'").fetchall())
+    result = compare(con, ids["wgmma_tma"], ids["wgmma_cpasync"], AnalysisConfig())
+    (k,) = result.kernels
+    (f,) = [f for f in k.figures if f.name == "tensor_pipe_pct"]
+    assert (f.base, f.cand) == (rows[ids["wgmma_tma"][0]], rows[ids["wgmma_cpasync"][0]])
+    assert f.cand < f.base * 0.7 and f.change is Change.changed and "one sample" in f.note
+    con.close()
+
+    same = _cmp(store, CMP / "cmp_healthy_a.ncu-rep.gz", CMP / "cmp_healthy_b.ncu-rep.gz")
+    assert not [f for k in same.kernels for f in k.figures if f.name == "tensor_pipe_pct"]
