@@ -191,15 +191,9 @@ class _Group:
                 + ("x".join(map(str, c)) if any(v > 1 for v in c) else "-"))
 
 
-def check_kernel_filter(con: duckdb.DuckDBPyConnection, kernel: str | None) -> None:
-    """Raise InputError when `kernel` is not a regular expression DuckDB (RE2) accepts;
-    checked before any report loads."""
-    check_kernel_regex(kernel)
-
-
 def _groups(con: duckdb.DuckDBPyConnection, ids: Sequence[int], kernel: str | None) -> list[_Group]:
     """The launches `ids` (those matching `kernel`) grouped by kernel and configuration."""
-    check_kernel_filter(con, kernel)
+    check_kernel_regex(kernel)
     rows = con.execute(
         """SELECT coalesce(kernel_demangled, kernel_mangled, '?') AS demangled,
                   coalesce(kernel_function, kernel_demangled, kernel_mangled, '?') AS function,

@@ -21,9 +21,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from wsperf.analyses.compare import Change, CompareResult, FigureChange, KernelComparison, check_kernel_filter, \
+from wsperf.analyses.compare import Change, CompareResult, FigureChange, KernelComparison, \
     compare as run_compare, resolve_side
 from wsperf.analyses.config import load_config
+from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
 from wsperf.collectors.errors import ExitCode, InputError
 from wsperf.collectors.store import open_store
@@ -75,18 +76,14 @@ def compare(
         if db is not None and not db.exists():
             raise InputError(f"{db}: no such store; record runs into it first, or leave out --db to compare files")
         con = open_store(db)
-        check_kernel_filter(con, kernel)
+        check_kernel_regex(kernel)
         with _progress(err) as tick:
             base = resolve_side(con, base_names, db=db, progress=tick)
             cand = resolve_side(con, cand_names, db=db, progress=tick)
         result = run_compare(con, base.launch_ids, cand.launch_ids, cfg, base_label=base.label,
                              cand_label=cand.label, kernel=kernel)
         charts = _charts_and_page(result, charts_dir, html_file, err)
-        _write(fmt, result, out_file)
-        if charts and fmt is CompareFormat.markdown:
-            from wsperf.cli.charts import charts_markdown
-
-            _append(charts_markdown(charts, charts_dir), out_file)
+        _write(fmt, result, out_file, charts, charts_dir)
         if out_file is not None:
             err.print(render.plain(f"wsperf compare: {summary_line(result)}; wrote {out_file}"))
     if result.regression:
@@ -112,17 +109,6 @@ def _charts_and_page(result: CompareResult, charts_dir: Path | None, html_file: 
     return charts
 
 
-def _append(text: str, out_file: Path | None) -> None:
-    if out_file is None:
-        sys.stdout.write(text)
-        return
-    try:
-        with open(out_file, "a", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        raise InputError(f"{out_file}: cannot write the output ({e.strerror or e}); pick a writable path") from None
-
-
 @contextmanager
 def _progress(console: Console) -> Iterator[Callable[[int, int, str], None]]:
     """A transient progress bar on stderr while reports load; yields resolve_side's
@@ -137,7 +123,10 @@ def _progress(console: Console) -> Iterator[Callable[[int, int, str], None]]:
         yield tick
 
 
-def _write(fmt: CompareFormat, result: CompareResult, out_file: Path | None) -> None:
+def _write(fmt: CompareFormat, result: CompareResult, out_file: Path | None, charts: dict,
+           charts_dir: Path | None) -> None:
+    """The output in `fmt` to stdout or `out_file`; Markdown ends with links to the
+    charts written into `charts_dir`."""
     if fmt is CompareFormat.text:
         if out_file is None:
             from wsperf.cli.main import out
@@ -151,6 +140,10 @@ def _write(fmt: CompareFormat, result: CompareResult, out_file: Path | None) -> 
         text = compare_json(result) + "\n"
     elif fmt is CompareFormat.markdown:
         text = compare_markdown(result)
+        if charts:
+            from wsperf.cli.charts import charts_markdown
+
+            text += charts_markdown(charts, charts_dir)
     else:
         text = compare_junit(result)
     if out_file is None:

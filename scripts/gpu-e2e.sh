@@ -9,7 +9,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/site-env.sh
-wsperf() { python3 -c 'from wsperf.cli.main import app; app()' "$@"; }
 
 out=${WORK:-/tmp/wsperf-e2e}
 build=${BUILD:-/tmp/wsperf-e2e-build}

@@ -13,7 +13,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/site-env.sh
-wsperf() { python3 -c 'from wsperf.cli.main import app; app()' "$@"; }
 
 out=${WORK:-/tmp/wsperf-nightly}
 build=${BUILD:-/tmp/wsperf-nightly-build}

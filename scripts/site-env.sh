@@ -1,7 +1,8 @@
-# Sourced by scripts/gpu-tests.sh and scripts/gpu-e2e.sh (from the repository root):
+# Sourced by scripts/gpu-tests.sh, gpu-e2e.sh and gpu-nightly.sh (from the repository root):
 # installs wsperf into /tmp/wsperf-site (wheels from ./.whl first, for machines without
 # package access), takes ncu_report from the Nsight Compute installation when no wheel
-# provides it, and puts both on PYTHONPATH/PATH.
+# provides it, and puts both on PYTHONPATH/PATH. `wsperf` is then a shell function
+# running that install (no console script is needed on PATH).
 site=/tmp/wsperf-site
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" .whl/*.whl
@@ -15,3 +16,4 @@ if ! python3 -c "import ncu_report" 2>/dev/null; then
   export PYTHONPATH="$PYTHONPATH:$ncu_py"
 fi
 export PATH="$site/bin:$PATH"
+wsperf() { python3 -c 'from wsperf.cli.main import app; app()' "$@"; }

@@ -16,9 +16,13 @@ REPORTS = ROOT / "fixtures" / "reports"
 ALL_REPORTS = sorted(REPORTS.glob("*.ncu-rep"))
 
 
+def wsperf_exe() -> str:
+    """The `wsperf` console script of the Python running the tests (else the one on PATH)."""
+    return shutil.which("wsperf", path=str(Path(sys.executable).parent)) or shutil.which("wsperf") or "wsperf"
+
+
 def wsperf(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    exe = shutil.which("wsperf", path=str(Path(sys.executable).parent)) or shutil.which("wsperf") or "wsperf"
-    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
+    return subprocess.run([wsperf_exe(), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
 
 
 def kernels(*reports: Path, extra: tuple[str, ...] = ()) -> list[dict]:

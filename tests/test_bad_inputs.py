@@ -26,7 +26,6 @@ import shutil
 
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -34,7 +33,7 @@ import pytest
 
 import corpus
 from bundles import deadlock_bundle, sanitizer_bundle
-from support import time_limit
+from support import ROOT, time_limit, wsperf_exe
 from wsperf.analyses.config import load_config
 from wsperf.analyses.correctness import gather
 from wsperf.analyses.worksheet import worksheet
@@ -47,7 +46,6 @@ from wsperf.collectors.ncu import load_report
 from wsperf.collectors.sanitizer import parse_sanitizer_xml
 from wsperf.collectors.store import open_store, table_counts
 
-ROOT = Path(__file__).resolve().parents[1]
 TEST_LIMIT_S = 240  # per test (SIGALRM): a hang fails the test instead of stalling CI
 CLI_LIMIT_S = 120  # per CLI run
 TRIED: collections.Counter = collections.Counter()  # (kind, how) -> inputs tried
@@ -57,13 +55,11 @@ def limit():
     with time_limit(TEST_LIMIT_S, f"the test ran past {TEST_LIMIT_S} s: an input hangs wsperf"):
         yield
 
-def _exe() -> str:
-    return shutil.which("wsperf", path=str(Path(sys.executable).parent)) or shutil.which("wsperf") or "wsperf"
 
 def cli(kind: str, *args: str | Path, codes: tuple[int, ...] = (2,)) -> subprocess.CompletedProcess:
     """Run wsperf as a user does; the exit code must be one of `codes`, stderr must hold
     no traceback, and an exit 2 exactly one `Error:` line."""
-    p = subprocess.run([_exe(), *map(str, args)], capture_output=True, timeout=CLI_LIMIT_S)
+    p = subprocess.run([wsperf_exe(), *map(str, args)], capture_output=True, timeout=CLI_LIMIT_S)
     err = p.stderr.decode("utf-8", "replace")
     TRIED[(kind, "CLI")] += 1
     assert "Traceback" not in err, (args, err[-3000:])

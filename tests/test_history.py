@@ -297,7 +297,7 @@ def test_export_round_trips_through_parquet(runs, tmp_path):
     assert p.returncode == 0, p.stderr
     con = duckdb.connect(str(db), read_only=True)
     for t in ("runs", "reports", "run_reports"):
-        assert con.execute(f"SELECT * FROM read_parquet(?) ORDER BY ALL", [str(out / f"{t}.parquet")]).fetchall() \
+        assert con.execute("SELECT * FROM read_parquet(?) ORDER BY ALL", [str(out / f"{t}.parquet")]).fetchall() \
             == con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
     assert sorted(d.name for d in (out / "launches").iterdir()) == sorted(
         f"run_date={r[0]}" for r in con.execute("SELECT DISTINCT CAST(started_at AS DATE) FROM runs").fetchall())

@@ -8,12 +8,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from support import wsperf
+from support import wsperf, wsperf_exe
 from test_cli import assert_one_error_line
 from wsperf.analyses.static import inspect
 from wsperf.collectors.store import open_store
@@ -127,7 +126,7 @@ def test_cu_spills_reported_by_ptxas():
 def test_cu_without_nvcc_is_one_error(tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('__global__ void k() {}\n')
-    exe = shutil.which("wsperf", path=str(Path(sys.executable).parent)) or shutil.which("wsperf")
+    exe = wsperf_exe()
     env = {k: v for k, v in os.environ.items() if k != "PATH"}
     env["PATH"] = str(tmp_path)  # nothing there: no nvcc
     p = subprocess.run([exe, "inspect", str(src)], capture_output=True, text=True, env=env, timeout=120)

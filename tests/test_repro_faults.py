@@ -20,22 +20,18 @@ from pathlib import Path
 
 import pytest
 
+from support import ROOT, wsperf_exe
 from wsperf.collectors.bundle import read_bundle
 from wsperf.collectors.process import HEAD, TAIL
 
-ROOT = Path(__file__).resolve().parents[1]
 LIMIT_S = 180  # per collect run
-
-
-def _exe() -> str:
-    return shutil.which("wsperf", path=str(Path(sys.executable).parent)) or shutil.which("wsperf") or "wsperf"
 
 
 def collect(tmp: Path, *argv: str | Path, timeout: str = "10", measure: bool = False):
     """Run `wsperf collect` on `argv`; (process, bundle, peak RSS in KiB of wsperf and
     what it ran, when `measure`)."""
     out = tmp / "bundle"
-    cmd = [_exe(), "collect", "--out", str(out), "--timeout", timeout, "--", *map(str, argv)]
+    cmd = [wsperf_exe(), "collect", "--out", str(out), "--timeout", timeout, "--", *map(str, argv)]
     if measure:  # a fresh parent, so that RUSAGE_CHILDREN covers wsperf and its children only
         cmd = [sys.executable, "-c", "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(r.returncode)",

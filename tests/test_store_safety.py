@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support import REPORTS, ROOT, wsperf
+from support import REPORTS, ROOT, wsperf, wsperf_exe
 from test_cli import assert_one_error_line
 
 from wsperf.collectors.errors import StoreError
@@ -30,14 +30,10 @@ LONG = [REPORTS / n for n in ("multi_launch.ncu-rep", "gemm_ffma.ncu-rep", "ws_s
 ALL = (*TABLES, *HISTORY_TABLES, "role_pcs")
 
 
-def _exe() -> str:
-    return shutil.which("wsperf", path=str(Path(sys.executable).parent)) or "wsperf"
-
-
 def start(*args: str | Path, log: Path) -> subprocess.Popen:
     """wsperf in its own process group (it and its reader processes), stderr to `log`."""
     with open(log, "wb") as f:
-        return subprocess.Popen([_exe(), *map(str, args)], stdout=subprocess.DEVNULL, stderr=f,
+        return subprocess.Popen([wsperf_exe(), *map(str, args)], stdout=subprocess.DEVNULL, stderr=f,
                                 start_new_session=True)
 
 
@@ -178,8 +174,8 @@ def test_without_the_lock_in_time_a_writer_or_reader_fails_clearly(tmp_path):
         wait_until(long, lambda: readers(long.pid), "the long writer's readers started")
         # At once: a writer and a reader that may wait 1 s, and a reader that waits as
         # long as it takes (it then sees the long writer's run).
-        run = [_exe(), "analyze", str(HEALTHY_B), "--db", str(db), "--label", "third", "--lock-timeout", "1"]
-        look = [_exe(), "history", "--db", str(db), "--format", "csv"]
+        run = [wsperf_exe(), "analyze", str(HEALTHY_B), "--db", str(db), "--label", "third", "--lock-timeout", "1"]
+        look = [wsperf_exe(), "history", "--db", str(db), "--format", "csv"]
         impatient = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                      for a in (run, look + ["--lock-timeout", "1"])]
         patient = subprocess.Popen(look, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
