@@ -1,0 +1,523 @@
+"""Load Nsight Systems exports (`nsys export --type sqlite`) into the wsperf store.
+
+`load_nsys_export(con, path)` reads one export and fills the tables of
+`queries/nsys_schema.sql` (nsys_exports, nsys_gpus, nsys_kernels, nsys_memcpy,
+nsys_runtime, nsys_nvtx; every column documented there) in one transaction: an export
+that fails to load leaves the store as it was. An export is identified by the SHA-256
+of its SQLite bytes, so loading the same content again adds nothing.
+
+Inputs: a `.sqlite` export, the same gzip-compressed (`.sqlite.gz`, how the fixtures
+and CI artifacts are kept), or a `.nsys-rep` report, converted with `nsys export` when a
+working `nsys` is on PATH (otherwise one InputError that says so). A `.qdstrm` is a
+capture nsys never imported: refused with the reason.
+
+Reading. The file is opened read-only and immutable through Python's own `sqlite3`
+(DuckDB's sqlite extension is downloaded on first use, so it is absent offline). What is
+read is bounded: only the rows of the tables above, names joined from StringIds one per
+record (a huge StringIds table is never read whole), each name cut at MAX_NAME_CHARS, at
+most MAX_RECORDS rows per table, under a time limit enforced by SQLite's progress
+handler. A value of the wrong type (SQLite columns are not typed) or a damaged page is
+one InputError naming the file.
+
+Schema versions. Columns were added over nsys releases: greenContextId (2024.x), the
+cluster dimensions, graphId and the qmd* timestamps (2025.x). Each wanted column is read
+when the export has it and is NULL otherwise; `nsys_exports.absent_columns` lists the
+ones missing. The fixtures hold exports of nsys 2022.2 (schema 2.9.1, EXPORT_META_DATA),
+2024.5 (3.13.2) and 2025.5 (3.24.0).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+import duckdb
+import pyarrow as pa
+
+from wsperf.collectors.errors import InputError
+from wsperf.collectors.process import run_bounded
+from wsperf.collectors.store import transaction
+
+SCHEMA = "nsys_schema.sql"
+TABLES = ("nsys_exports", "nsys_gpus", "nsys_kernels", "nsys_memcpy", "nsys_runtime", "nsys_nvtx")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+
+MAX_NAME_CHARS = 4096  # a kernel or API name longer than this is cut (C++ names reach ~2,000)
+MAX_RECORDS = 50_000_000  # rows per table; beyond, the export is refused rather than half-read
+MAX_SQLITE_BYTES = 16 << 30  # a .sqlite.gz that inflates past this is refused (gzip bomb)
+READ_TIMEOUT_S = 600.0  # per export, all tables
+EXPORT_TIMEOUT_S = 900.0  # `nsys export` of a .nsys-rep
+_CHUNK = 100_000  # rows fetched from SQLite and inserted into DuckDB at a time
+
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+
+# CUpti_ActivityMemcpyKind, as ENUM_CUDA_MEMCPY_OPER of the 2024.5 fixture labels it
+# (older exports carry no ENUM tables, so the map is here).
+_COPY_KINDS = {0: "unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+               8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UVM HtoD", 12: "UVM DtoH", 13: "UVM DtoD"}
+# NVTX_EVENTS.eventType (ENUM_NSYS_EVENT_TYPE): marks, push/pop and start/end ranges, in
+# their NVTX and NVTXT (text file) forms; 75 creates a domain (its text is the name).
+_NVTX_KINDS = {34: "mark", 65: "mark", 59: "push-pop", 70: "push-pop", 60: "start-end", 71: "start-end"}
+_NVTX_DOMAIN_CREATE = 75
+
+
+class NsysExportError(InputError):
+    """A file is not a usable Nsight Systems SQLite export."""
+
+
+@dataclass(frozen=True)
+class NsysLoad:
+    """What loading one export did."""
+
+    export_id: int  # nsys_exports.export_id (the existing one when already_present)
+    path: Path  # the path given
+    sha256: str  # hex SHA-256 of the SQLite bytes
+    nsys_version: str | None  # EXPORT_PRODUCT_VERSION
+    already_present: bool  # True: the same export was in the store; nothing was added
+    rows: Mapping[str, int]  # rows added per table (all 0 when already_present)
+
+
+def nsys_schema_sql() -> str:
+    """The DDL of the nsys tables (idempotent)."""
+    return (resources.files("wsperf.queries") / SCHEMA).read_text(encoding="utf-8")
+
+
+def is_nsys_input(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` names an Nsight Systems input by its suffix (.sqlite, .sqlite.gz,
+    .nsys-rep, .qdrep, .qdstrm): how commands tell it from an Nsight Compute report."""
+    name = Path(path).name.lower()
+    return name.endswith((".sqlite", ".sqlite.gz", ".nsys-rep", ".qdrep", ".qdstrm"))
+
+
+def load_nsys_export(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], *,
+                     timeout_s: float = READ_TIMEOUT_S) -> NsysLoad:
+    """Load the export at `path` into the store `con` (from `store.open_store`), in one
+    transaction. Raises InputError (NsysExportError) when the file is missing, empty,
+    not an Nsight Systems export, damaged, or holds no kernel records."""
+    p = Path(path)
+    with tempfile.TemporaryDirectory(prefix="wsperf-nsys-") as tmp:
+        src = _sqlite_file(p, Path(tmp))
+        digest, size = _hash(src)
+        con.execute(nsys_schema_sql())
+        found = con.execute("SELECT export_id, nsys_version FROM nsys_exports WHERE sha256 = ?", [digest]).fetchall()
+        if found:
+            return NsysLoad(found[0][0], p, digest, found[0][1], True, {t: 0 for t in TABLES})
+        with _Export(src, p, timeout_s) as ex:
+            with transaction(con, f"Nsight Systems export {p}"):
+                con.execute(nsys_schema_sql())
+                ((export_id,),) = con.execute("SELECT coalesce(max(export_id), 0) + 1 FROM nsys_exports").fetchall()
+                rows = ex.load(con, export_id)
+                con.execute("INSERT INTO nsys_exports VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [export_id, str(p.resolve()), digest, size, ex.meta.get("EXPORT_PRODUCT_VERSION"),
+                             ex.meta.get("EXPORT_SCHEMA_VERSION"), ex.session_start(), ex.capture.get("PROCESS_0:COMMAND"),
+                             _bool(ex.capture.get("PROCESS_0:COLLECT_CUDA_TRACE")), rows["nsys_kernels"],
+                             sorted(ex.absent), datetime.now(timezone.utc).replace(tzinfo=None)])
+                rows["nsys_exports"] = 1
+    return NsysLoad(export_id, p, digest, ex.meta.get("EXPORT_PRODUCT_VERSION"), False, rows)
+
+
+# -- the file ----------------------------------------------------------------------------
+
+
+def _sqlite_file(p: Path, tmp: Path) -> Path:
+    """The SQLite file behind `p`: itself, its gunzipped copy, or `nsys export` of it."""
+    if not p.exists():
+        raise NsysExportError(f"{p}: no such file")
+    if p.is_dir():
+        raise NsysExportError(f"{p}: is a directory, not an Nsight Systems export")
+    try:
+        with open(p, "rb") as f:
+            head = f.read(16)
+    except OSError as e:
+        raise NsysExportError(f"{p}: cannot be read ({e.strerror})") from None
+    name = p.name.lower()
+    if not head:
+        raise NsysExportError(f"{p}: is empty; export the report again (`nsys export --type sqlite`)")
+    if name.endswith(".qdstrm"):
+        raise NsysExportError(f"{p}: is a raw capture stream (.qdstrm) that nsys never imported into a report; "
+                              "run the capture where nsys's QdstrmImporter works, or profile again with a working "
+                              "nsys, and give the .nsys-rep or its `nsys export --type sqlite` file")
+    if name.endswith((".nsys-rep", ".qdrep")) and not head.startswith(SQLITE_MAGIC):
+        return _export_report(p, tmp)
+    if head.startswith(GZIP_MAGIC):
+        return _gunzip(p, tmp / "export.sqlite")
+    if not head.startswith(SQLITE_MAGIC):
+        raise NsysExportError(f"{p}: is not an SQLite file (it does not start with 'SQLite format 3'); give the "
+                              "file `nsys export --type sqlite` writes")
+    return p
+
+
+def _gunzip(p: Path, dest: Path) -> Path:
+    try:
+        with gzip.open(p, "rb") as f, open(dest, "wb") as out:
+            total = 0
+            while chunk := f.read(1 << 20):
+                total += len(chunk)
+                if total > MAX_SQLITE_BYTES:
+                    raise NsysExportError(f"{p}: inflates past {MAX_SQLITE_BYTES >> 30} GiB; refused (a gzip bomb, "
+                                          "or an export too large to load whole)")
+                out.write(chunk)
+    except (OSError, EOFError, zlib.error) as e:
+        raise NsysExportError(f"{p}: is not a complete gzip file ({e}); copy it again") from None
+    with open(dest, "rb") as f:
+        if not f.read(16).startswith(SQLITE_MAGIC):
+            raise NsysExportError(f"{p}: holds no SQLite file inside the gzip; give an `nsys export --type sqlite` file")
+    return dest
+
+
+def _export_report(p: Path, tmp: Path) -> Path:
+    """`nsys export --type sqlite` of a report, with the nsys on PATH."""
+    exe = shutil.which("nsys")
+    if exe is None:
+        raise NsysExportError(f"{p}: is an Nsight Systems report; reading it needs `nsys export` and no `nsys` is on "
+                              f"PATH: install Nsight Systems (or add its bin/ to PATH), or run `nsys export --type "
+                              f"sqlite {p.name}` where it is installed and give the .sqlite file")
+    out = tmp / "export.sqlite"
+    argv = [exe, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(out), str(p)]
+    try:
+        done = run_bounded(argv, timeout=EXPORT_TIMEOUT_S)
+    except OSError as e:
+        raise NsysExportError(f"{p}: `{exe} export` cannot run ({e.strerror}); give the .sqlite file instead") from None
+    if done.timed_out:
+        raise NsysExportError(f"{p}: `nsys export` did not finish within {EXPORT_TIMEOUT_S:g} s; export it by hand "
+                              "and give the .sqlite file")
+    if done.exit_code != 0 or not out.is_file():
+        said = " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[-300:]
+        raise NsysExportError(f"{p}: `nsys export` failed (exit {done.exit_code}): {said or 'no output'}; this nsys "
+                              "cannot read the report (made by a newer nsys?) or the report is damaged")
+    return out
+
+
+def _hash(p: Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    with open(p, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def _bool(v: str | None) -> bool | None:
+    return None if v is None else v.strip().lower() == "true"
+
+
+# -- what is read ------------------------------------------------------------------------
+
+# (column in the store, expression over the source table's columns, arrow type). In an
+# expression, `{c}` names a source column: it becomes t."c" when the export has it and
+# NULL otherwise; `{name:c}` resolves StringIds id column c into its text.
+_I64, _I32, _STR = pa.int64(), pa.int32(), pa.string()
+
+_KERNEL_COLUMNS = [
+    ("record_id", "t.rowid", _I64),
+    ("start_ns", "{start}", _I64),
+    ("end_ns", "{end}", _I64),
+    ("duration_ns", "{end} - {start}", _I64),
+    ("device_id", "{deviceId}", _I32),
+    ("context_id", "{contextId}", _I64),
+    ("green_context_id", "{greenContextId}", _I64),
+    ("stream_id", "{streamId}", _I64),
+    ("correlation_id", "{correlationId}", _I64),
+    ("global_pid", "{globalPid}", _I64),
+    ("pid", "({globalPid} >> 24) & 16777215", _I32),
+    ("kernel_demangled", "{name:demangledName}", _STR),
+    ("kernel_short", "{name:shortName}", _STR),
+    ("kernel_mangled", "{name:mangledName}", _STR),
+    ("launch_type", "{launchType}", _I32),
+    ("grid_x", "{gridX}", _I64), ("grid_y", "{gridY}", _I64), ("grid_z", "{gridZ}", _I64),
+    ("block_x", "{blockX}", _I32), ("block_y", "{blockY}", _I32), ("block_z", "{blockZ}", _I32),
+    ("cluster_x", "{clusterX}", _I32), ("cluster_y", "{clusterY}", _I32), ("cluster_z", "{clusterZ}", _I32),
+    ("cluster_scheduling_policy", "{clusterSchedulingPolicy}", _I32),
+    ("max_potential_cluster_size", "{maxPotentialClusterSize}", _I32),
+    ("max_active_clusters", "{maxActiveClusters}", _I32),
+    ("registers_per_thread", "{registersPerThread}", _I32),
+    ("static_smem_bytes", "{staticSharedMemory}", _I64),
+    ("dynamic_smem_bytes", "{dynamicSharedMemory}", _I64),
+    ("smem_executed_bytes", "{sharedMemoryExecuted}", _I64),
+    ("local_memory_per_thread", "{localMemoryPerThread}", _I64),
+    ("local_memory_total", "{localMemoryTotal}", _I64),
+    ("grid_id", "{gridId}", _I64),
+    ("graph_id", "{graphId}", _I64),
+    ("graph_node_id", "{graphNodeId}", _I64),
+]
+_COPY_CASE = "CASE {copyKind} " + " ".join(f"WHEN {k} THEN '{v}'" for k, v in _COPY_KINDS.items()) + " END"
+_MEMCPY_COLUMNS = [
+    ("operation", "'memcpy'", _STR),
+    ("start_ns", "{start}", _I64), ("end_ns", "{end}", _I64), ("duration_ns", "{end} - {start}", _I64),
+    ("device_id", "{deviceId}", _I32), ("context_id", "{contextId}", _I64), ("stream_id", "{streamId}", _I64),
+    ("correlation_id", "{correlationId}", _I64), ("global_pid", "{globalPid}", _I64), ("bytes", "{bytes}", _I64),
+    ("copy_kind", _COPY_CASE, _STR), ("src_kind", "{srcKind}", _I32), ("dst_kind", "{dstKind}", _I32),
+    ("graph_node_id", "{graphNodeId}", _I64),
+]
+_MEMSET_COLUMNS = [
+    ("operation", "'memset'", _STR),
+    ("start_ns", "{start}", _I64), ("end_ns", "{end}", _I64), ("duration_ns", "{end} - {start}", _I64),
+    ("device_id", "{deviceId}", _I32), ("context_id", "{contextId}", _I64), ("stream_id", "{streamId}", _I64),
+    ("correlation_id", "{correlationId}", _I64), ("global_pid", "{globalPid}", _I64), ("bytes", "{bytes}", _I64),
+    ("copy_kind", "NULL", _STR), ("src_kind", "NULL", _I32), ("dst_kind", "{memKind}", _I32),
+    ("graph_node_id", "{graphNodeId}", _I64),
+]
+_RUNTIME_COLUMNS = [
+    ("start_ns", "{start}", _I64), ("end_ns", "{end}", _I64), ("duration_ns", "{end} - {start}", _I64),
+    ("global_tid", "{globalTid}", _I64),
+    # globalTid = hardware id << 56 | pid << 24 | tid; a kernel's globalPid is the same
+    # with the thread bits cleared.
+    ("global_pid", "({globalTid} >> 24) << 24", _I64),
+    ("pid", "({globalTid} >> 24) & 16777215", _I32), ("tid", "{globalTid} & 16777215", _I32),
+    ("correlation_id", "{correlationId}", _I64),
+    # 2022.x exports carry both nameId and a `name` text column (empty); later ones nameId only.
+    ("api", "coalesce({name:nameId}, {name})", _STR),
+    ("return_value", "{returnValue}", _I64),
+]
+_NVTX_KIND_CASE = "CASE {eventType} " + " ".join(f"WHEN {k} THEN '{v}'" for k, v in _NVTX_KINDS.items()) + " END"
+_NVTX_COLUMNS = [
+    ("kind", _NVTX_KIND_CASE, _STR),
+    ("start_ns", "{start}", _I64),
+    ("end_ns", "CASE WHEN {end} >= {start} THEN {end} END", _I64),
+    ("duration_ns", "CASE WHEN {end} >= {start} THEN {end} - {start} END", _I64),
+    ("text", "coalesce({text}, {name:textId})", _STR),
+    ("domain", "(SELECT substr(coalesce(d.text, ds.value), 1, " + str(MAX_NAME_CHARS) + ") FROM NVTX_EVENTS AS d "
+               "LEFT JOIN StringIds AS ds ON ds.id = d.textId WHERE d.eventType = " + str(_NVTX_DOMAIN_CREATE) +
+               " AND d.domainId = {domainId} AND {domainId} <> 0 LIMIT 1)", _STR),
+    ("global_tid", "{globalTid}", _I64),
+    ("pid", "({globalTid} >> 24) & 16777215", _I32), ("tid", "{globalTid} & 16777215", _I32),
+]
+_NVTX_WHERE = "{eventType} IN (" + ", ".join(str(k) for k in _NVTX_KINDS) + ")"
+
+_GPU_COLUMNS = [
+    ("device_id", "{id}", _I32), ("cuda_device", "{cuDevice}", _I32), ("name", "{name}", _STR),
+    ("chip", "{chipName}", _STR), ("bus_location", "{busLocation}", _STR),
+    ("compute_capability", "{computeMajor} || '.' || {computeMinor}", _STR), ("sm_count", "{smCount}", _I32),
+    ("clock_hz", "{clockRate}", _I64), ("memory_bytes", "{totalMemory}", _I64),
+    ("memory_bandwidth", "{memoryBandwidth}", _I64), ("l2_cache_bytes", "{l2CacheSize}", _I64),
+    ("uuid", "{uuid}", _STR),
+]
+
+
+class _Export:
+    """One open export: its tables, metadata, and the reads into the store."""
+
+    def __init__(self, src: Path, shown: Path, timeout_s: float) -> None:
+        self.src, self.shown, self.timeout_s = src, shown, timeout_s
+        self.absent: set[str] = set()
+        self._deadline = 0.0
+        try:
+            # immutable: no lock, no journal, nothing written next to the file (it may
+            # sit on a read-only mount or in the fixtures).
+            self.db = sqlite3.connect(f"{src.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                                      check_same_thread=False)
+        except sqlite3.Error as e:
+            raise NsysExportError(f"{shown}: cannot be opened as SQLite ({e}); export the report again") from None
+        # Names with bytes that are not UTF-8 are kept, with U+FFFD, rather than failing the row.
+        self.db.text_factory = lambda b: b.decode("utf-8", "replace")
+        self.db.set_progress_handler(self._late, 10_000)
+        self._deadline = time.monotonic() + timeout_s
+        try:
+            self.tables = {r[0] for r in self._query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            self._check_kind()
+            self.meta = self._pairs("META_DATA_EXPORT" if "META_DATA_EXPORT" in self.tables else "EXPORT_META_DATA")
+            self.capture = self._pairs("META_DATA_CAPTURE")
+            self._check_kernels()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def __enter__(self) -> _Export:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.db.close()
+
+    def _late(self) -> int:
+        return 1 if time.monotonic() > self._deadline else 0  # non-zero interrupts the statement
+
+    def _query(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        try:
+            return self.db.execute(sql, params)
+        except sqlite3.Error as e:
+            raise self._damaged(e) from None
+
+    def _damaged(self, e: sqlite3.Error) -> NsysExportError:
+        if "interrupted" in str(e):
+            return NsysExportError(f"{self.shown}: reading took longer than {self.timeout_s:g} s; the export is too "
+                                   "large or damaged")
+        return NsysExportError(f"{self.shown}: cannot be read as SQLite ({e}); the file is truncated or damaged: "
+                               "export the report again")
+
+    def _columns(self, table: str) -> list[str]:
+        return [r[1] for r in self._query(f'PRAGMA table_info("{table}")')]
+
+    def _pairs(self, table: str) -> dict[str, str]:
+        if table not in self.tables or not {"name", "value"} <= set(self._columns(table)):
+            return {}
+        out: dict[str, str] = {}
+        for k, v in self._query(f'SELECT name, substr(value, 1, 1024) FROM "{table}" LIMIT 100000'):
+            out.setdefault(str(k), None if v is None else str(v))  # the first of repeated keys
+        return out
+
+    def _check_kind(self) -> None:
+        marks = {"META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_SESSION_START_TIME", "ANALYSIS_DETAILS"}
+        if "StringIds" not in self.tables or not marks & self.tables:
+            some = ", ".join(sorted(self.tables)[:5]) or "none"
+            raise NsysExportError(f"{self.shown}: is an SQLite database but not an Nsight Systems export (no StringIds "
+                                  f"and META_DATA_EXPORT tables; it has {some}); give the file `nsys export --type "
+                                  "sqlite` writes")
+
+    def _check_kernels(self) -> None:
+        has = KERNEL_TABLE in self.tables and self._query(f"SELECT EXISTS (SELECT 1 FROM {KERNEL_TABLE})").fetchone()[0]
+        if has:
+            cols = set(self._columns(KERNEL_TABLE))
+            missing = [c for c in ("start", "end", "demangledName", "shortName") if c not in cols]
+            if missing:
+                raise NsysExportError(f"{self.shown}: its {KERNEL_TABLE} table lacks {', '.join(missing)}; this is not "
+                                      "a layout nsys writes")
+            return
+        traced = _bool(self.capture.get("PROCESS_0:COLLECT_CUDA_TRACE"))
+        why = ("CUDA trace was on, but no kernel ran while nsys was recording" if traced else
+               "it was collected without CUDA trace: profile with `nsys profile --trace=cuda,nvtx`")
+        raise NsysExportError(f"{self.shown}: holds no CUDA kernel activity (no {KERNEL_TABLE} rows): {why}")
+
+    def session_start(self) -> datetime | None:
+        t = "TARGET_INFO_SESSION_START_TIME"
+        if t not in self.tables or "utcEpochNs" not in self._columns(t):
+            return None
+        row = self._query(f"SELECT utcEpochNs FROM {t} LIMIT 1").fetchone()
+        if not row or not isinstance(row[0], int) or not 0 < row[0] < (1 << 62):
+            return None
+        return datetime.fromtimestamp(row[0] / 1e9, timezone.utc).replace(tzinfo=None)
+
+    # -- reading tables into the store --
+
+    def _select(self, table: str, spec: list[tuple[str, str, pa.DataType]], where: str | None = None) -> str:
+        have = set(self._columns(table))
+        joins: list[str] = []
+
+        def col(name: str) -> str:
+            if name in have:
+                return f't."{name}"'
+            self.absent.add(f"{table}.{name}")
+            return "NULL"
+
+        def render(expr: str) -> str:
+            out, i = [], 0
+            while (j := expr.find("{", i)) >= 0:
+                k = expr.index("}", j)
+                out.append(expr[i:j])
+                ref = expr[j + 1:k]
+                if ref.startswith("name:"):
+                    c = ref[5:]
+                    if c in have:
+                        alias = f"s{len(joins)}"
+                        joins.append(f'LEFT JOIN StringIds AS {alias} ON {alias}.id = t."{c}"')
+                        out.append(f"substr({alias}.value, 1, {MAX_NAME_CHARS})")
+                    else:
+                        self.absent.add(f"{table}.{c}")
+                        out.append("NULL")
+                else:
+                    c = col(ref)
+                    out.append(f"substr({c}, 1, {MAX_NAME_CHARS})" if ref in ("name", "text") and c != "NULL" else c)
+                i = k + 1
+            out.append(expr[i:])
+            return "".join(out)
+
+        cols = ", ".join(f"{render(expr)} AS {name}" for name, expr, _ in spec)
+        sql = f'SELECT {cols} FROM "{table}" AS t ' + " ".join(joins)
+        if where:
+            sql += " WHERE " + render(where)
+        return sql
+
+    def _batches(self, table: str, spec: list[tuple[str, str, pa.DataType]], where: str | None = None
+                 ) -> Iterator[pa.Table]:
+        schema = pa.schema([(name, typ) for name, _, typ in spec])
+        cur = self._query(self._select(table, spec, where))
+        total = 0
+        while True:
+            try:
+                rows = cur.fetchmany(_CHUNK)
+            except sqlite3.Error as e:
+                raise self._damaged(e) from None
+            if not rows:
+                return
+            total += len(rows)
+            if total > MAX_RECORDS:
+                raise NsysExportError(f"{self.shown}: {table} holds more than {MAX_RECORDS:,} rows; refused rather than "
+                                      "loaded in part (export a shorter capture, e.g. `nsys profile --duration`)")
+            try:
+                yield pa.Table.from_arrays([pa.array(c, t) for c, t in zip(zip(*rows), schema.types)], schema=schema)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+                raise NsysExportError(f"{self.shown}: {table} holds a value of the wrong type ({e}); the export is "
+                                      "damaged or not written by nsys") from None
+
+    def _insert(self, con: duckdb.DuckDBPyConnection, target: str, export_id: int, batches: Iterator[pa.Table]) -> int:
+        n = 0
+        for batch in batches:
+            con.register("_wsperf_nsys", batch)
+            try:
+                con.execute(f"INSERT INTO {target} BY NAME SELECT $export_id AS export_id, * FROM _wsperf_nsys",
+                            {"export_id": export_id})
+            finally:
+                con.unregister("_wsperf_nsys")
+            n += batch.num_rows
+        return n
+
+    def load(self, con: duckdb.DuckDBPyConnection, export_id: int) -> dict[str, int]:
+        rows = {t: 0 for t in TABLES}
+        rows["nsys_kernels"] = self._insert(con, "nsys_kernels", export_id, self._batches(KERNEL_TABLE, _KERNEL_COLUMNS))
+        if "TARGET_INFO_GPU" in self.tables:
+            rows["nsys_gpus"] = self._insert(con, "nsys_gpus", export_id, self._batches("TARGET_INFO_GPU", _GPU_COLUMNS))
+        for table, spec in (("CUPTI_ACTIVITY_KIND_MEMCPY", _MEMCPY_COLUMNS), ("CUPTI_ACTIVITY_KIND_MEMSET", _MEMSET_COLUMNS)):
+            if table in self.tables:
+                rows["nsys_memcpy"] += self._insert(con, "nsys_memcpy", export_id, self._batches(table, spec))
+        if "NVTX_EVENTS" in self.tables:
+            rows["nsys_nvtx"] = self._insert(con, "nsys_nvtx", export_id,
+                                             self._batches("NVTX_EVENTS", _NVTX_COLUMNS, _NVTX_WHERE))
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in self.tables:
+            rows["nsys_runtime"] = self._runtime(con, export_id)
+        return rows
+
+    def _runtime(self, con: duckdb.DuckDBPyConnection, export_id: int) -> int:
+        """API calls, each with the kernels it launched (by process and correlation id)."""
+        con.execute("CREATE OR REPLACE TEMP TABLE _wsperf_nsys_runtime AS SELECT * EXCLUDE (export_id, kernels, "
+                    "first_kernel_start_ns, launch_latency_ns, queue_ns) FROM nsys_runtime LIMIT 0")
+        try:
+            for batch in self._batches("CUPTI_ACTIVITY_KIND_RUNTIME", _RUNTIME_COLUMNS):
+                con.register("_wsperf_nsys", batch)
+                try:
+                    con.execute("INSERT INTO _wsperf_nsys_runtime BY NAME SELECT * FROM _wsperf_nsys")
+                finally:
+                    con.unregister("_wsperf_nsys")
+            con.execute("""
+                INSERT INTO nsys_runtime BY NAME
+                WITH k AS (
+                    SELECT global_pid, correlation_id, count(*) AS kernels, min(start_ns) AS first_kernel_start_ns
+                    FROM nsys_kernels WHERE export_id = $export_id AND correlation_id IS NOT NULL
+                    GROUP BY ALL)
+                SELECT $export_id AS export_id, r.*, coalesce(k.kernels, 0) AS kernels, k.first_kernel_start_ns,
+                       k.first_kernel_start_ns - r.start_ns AS launch_latency_ns,
+                       greatest(k.first_kernel_start_ns - r.end_ns, 0) AS queue_ns
+                FROM _wsperf_nsys_runtime AS r
+                LEFT JOIN k ON k.global_pid = r.global_pid AND k.correlation_id = r.correlation_id""",
+                        {"export_id": export_id})
+            ((n,),) = con.execute("SELECT count(*) FROM _wsperf_nsys_runtime").fetchall()
+        finally:
+            con.execute("DROP TABLE IF EXISTS _wsperf_nsys_runtime")
+        return n
+
+
+def row_counts(con: duckdb.DuckDBPyConnection, export_id: int) -> dict[str, Any]:
+    """Rows per nsys table for one export (what a load wrote)."""
+    return {t: con.execute(f"SELECT count(*) FROM {t} WHERE export_id = ?", [export_id]).fetchone()[0] for t in TABLES}
