@@ -211,6 +211,24 @@ def _hash(p: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
+def _check_size(src: Path, shown: Path) -> None:
+    """Refuse a file shorter than its SQLite header says (a cut copy or download): the
+    header holds the page size (offset 16, big-endian; 1 means 65536) and the page
+    count (offset 28), valid when the change counter (24) equals the version-valid-for
+    number (92), as every SQLite since 3.7.0 writes it."""
+    with open(src, "rb") as f:
+        head = f.read(100)
+        size = os.fstat(f.fileno()).st_size
+    if len(head) < 100:
+        raise NsysExportError(f"{shown}: is truncated (shorter than an SQLite header); export the report again")
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if head[24:28] == head[92:96] and pages and pages * page > size:
+        raise NsysExportError(f"{shown}: is truncated ({size:,} of the {pages * page:,} bytes its SQLite header "
+                              "announces); copy or export it again")
+
+
 def _bool(v: str | None) -> bool | None:
     return None if v is None else v.strip().lower() == "true"
 
@@ -313,6 +331,7 @@ class _Export:
 
     def __init__(self, src: Path, shown: Path, timeout_s: float) -> None:
         self.src, self.shown, self.timeout_s = src, shown, timeout_s
+        _check_size(src, shown)
         self.absent: set[str] = set()
         self._deadline = 0.0
         try:

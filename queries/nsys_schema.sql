@@ -118,7 +118,7 @@ CREATE TABLE IF NOT EXISTS nsys_runtime (
     correlation_id BIGINT,            -- correlationId: joins the GPU work this call created
     api VARCHAR,                      -- function name via StringIds, e.g. 'cudaLaunchKernel_v7000'
     return_value BIGINT,              -- returnValue (0: success)
-    kernels INTEGER NOT NULL,         -- kernels with this correlation id (several for a graph launch; 0 for non-launch calls)
+    kernels INTEGER NOT NULL,         -- kernels with this correlation id (several for a graph launch; 0 for non-launch calls; nsys 2022.2 writes two rows per launch, 'cudaLaunchKernel' and 'cudaLaunchKernel_v7000', both count it)
     first_kernel_start_ns BIGINT,     -- GPU start of the first of them (ns); NULL without kernels
     launch_latency_ns BIGINT,         -- first_kernel_start_ns - start_ns: from the call to the GPU starting the work (ns)
     queue_ns BIGINT                   -- max(0, first_kernel_start_ns - end_ns): time the work waited after the call returned (ns)

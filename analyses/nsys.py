@@ -1,0 +1,336 @@
+"""What an Nsight Systems timeline says: where the GPU time goes, where the GPU waits.
+
+Every figure is SQL over the tables `collectors/nsys.py` fills (queries/nsys_*.sql, one
+file per question), returned as frozen dataclasses; nothing here draws or prints.
+
+- `summarize_nsys`: per-kernel statistics (count, total, mean, median, p10/p90, share
+  of kernel time), idle gaps per stream with the `gpu-waits-on-host` finding
+  (launch-bound or host-bound), overlap across streams per device, NVTX range totals.
+- `match_ncu`: which nsys kernel each Nsight Compute launch is (name and launch
+  configuration) and its share of GPU time, so a verdict can lead with what it costs
+  ("62% of GPU time; serialized-roles confirmed"); `rank_by_gpu_time` orders analyses
+  that way.
+- `timeline`: the spans of the top kernels per stream, for the timeline chart.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import Any, Iterable, Mapping
+
+import duckdb
+import yaml
+
+from wsperf.analyses.analyze import KernelAnalysis
+from wsperf.analyses.hypotheses import Status
+from wsperf.collectors.errors import InputError
+from wsperf.queries import read_query
+
+GAPS_QUERY = "nsys_stream_gaps"
+TIMELINE_MAX_SPANS = 20_000  # spans handed to a chart at most (a browser draws ~10^4 marks comfortably)
+_HEADER = re.compile(r"\A\s*/\*(.*?)\*/", re.S)
+
+
+@dataclass(frozen=True)
+class ExportInfo:
+    """One loaded export (nsys_exports) and its GPUs."""
+
+    export_id: int
+    path: str
+    nsys_version: str | None
+    export_schema: str | None
+    session_start_utc: datetime | None
+    command: str | None
+    gpus: tuple[str, ...]  # 'device_id: name (sm_XY, N SMs)', every GPU the target had
+    kernels: int
+    absent_columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    """One kernel (demangled name) over all its launches (nsys_kernel_stats.sql); ns."""
+
+    kernel: str
+    short_name: str | None
+    launches: int
+    total_ns: int
+    mean_ns: float
+    median_ns: float
+    p10_ns: float
+    p90_ns: float
+    min_ns: int
+    max_ns: int
+    stddev_ns: float | None  # None with one launch
+    share: float  # of all kernel time in the exports, 0..1
+    configs: int  # distinct (grid, block) it ran with
+    streams: int
+
+
+@dataclass(frozen=True)
+class StreamGaps:
+    """Idle time of one stream between its GPU operations, and the gpu-waits-on-host
+    finding (nsys_stream_gaps.sql; its header defines every figure)."""
+
+    export_id: int
+    global_pid: int
+    device_id: int | None
+    context_id: int | None
+    stream_id: int | None
+    kernels: int
+    copies: int
+    span_ns: int
+    busy_ns: int
+    gaps: int
+    idle_ns: int
+    host_wait_ns: int
+    host_late_gaps: int
+    median_gap_ns: float | None
+    median_kernel_ns: float | None
+    median_launch_call_ns: float | None
+    host_wait_share: float | None
+    status: Status
+    kind: str  # 'launch-bound' or 'host-bound' (meaningful when confirmed)
+
+    @property
+    def pid(self) -> int:
+        return (self.global_pid >> 24) & 0xFFFFFF
+
+    @property
+    def summary(self) -> str:
+        share = f"{self.host_wait_share:.0%}" if self.host_wait_share is not None else "n/a"
+        if self.status is Status.no_data:
+            return f"{self.gaps} gaps: too few to judge"
+        says = (f"the GPU waited on the CPU {share} of the stream's span ({_ms(self.host_wait_ns)} in "
+                f"{self.host_late_gaps} of {self.gaps} gaps)")
+        if self.status is Status.confirmed:
+            why = (f"median kernel {_us(self.median_kernel_ns)} <= median launch call {_us(self.median_launch_call_ns)}"
+                   if self.kind == "launch-bound" else "the CPU was busy elsewhere between launches")
+            return f"{self.kind}: {says}; {why}"
+        return says
+
+
+@dataclass(frozen=True)
+class DeviceOverlap:
+    """Kernel concurrency on one device (nsys_overlap.sql); ns."""
+
+    export_id: int
+    device_id: int | None
+    kernels: int
+    streams: int
+    span_ns: int
+    kernel_ns: int  # sum of kernel durations (counts overlapped time once per kernel)
+    busy_ns: int  # time at least one kernel ran
+    overlap_ns: int  # time two or more ran at once
+    idle_ns: int  # span with no kernel running
+    max_concurrent: int
+    busy_share: float | None
+    overlap_share: float | None  # overlap_ns / busy_ns
+
+
+@dataclass(frozen=True)
+class NvtxRange:
+    """Totals of one NVTX range name (nsys_nvtx_ranges.sql); ns."""
+
+    domain: str | None
+    text: str | None
+    kind: str
+    ranges: int
+    total_ns: int
+    median_ns: float
+    min_ns: int
+    max_ns: int
+    kernels: int  # kernels launched from the range's thread while it was open
+    kernel_ns: int  # their GPU time
+
+
+@dataclass(frozen=True)
+class NsysSummary:
+    """Everything the timeline says about the loaded exports."""
+
+    exports: tuple[ExportInfo, ...]
+    kernel_time_ns: int  # all kernels' durations summed
+    kernels: tuple[KernelStat, ...]  # most time first
+    streams: tuple[StreamGaps, ...]  # most host wait first
+    devices: tuple[DeviceOverlap, ...]
+    nvtx: tuple[NvtxRange, ...]
+    thresholds: Mapping[str, Any]  # of the gpu-waits-on-host finding, as applied
+
+    def findings(self) -> list[StreamGaps]:
+        """The streams where the GPU waits on the CPU."""
+        return [s for s in self.streams if s.status is Status.confirmed]
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """The nsys side of one Nsight Compute launch (nsys_ncu_match.sql)."""
+
+    launch_id: int
+    nsys_kernel: str  # demangled name in the export (the first, when several configurations matched)
+    launches: int  # nsys launches of that name and configuration
+    total_ns: int
+    median_ns: float
+    share: float  # of all kernel time in the exports
+    name_share: float  # every configuration of the kernel
+    matched_by: str  # 'mangled', 'demangled' or 'function'
+
+
+@dataclass(frozen=True)
+class RankedAnalysis:
+    """A launch's verdicts with its kernel's share of GPU time (None: not in the timeline)."""
+
+    analysis: KernelAnalysis
+    time: KernelTime | None
+
+    @property
+    def headline(self) -> str:
+        """e.g. '62% of GPU time; serialized-roles confirmed'."""
+        confirmed = [f.id for f in self.analysis.findings if f.status is Status.confirmed]
+        verdict = ", ".join(confirmed) + " confirmed" if confirmed else "no hypothesis confirmed"
+        cost = f"{self.time.share:.0%} of GPU time" if self.time else "not in the Nsight Systems timeline"
+        return f"{cost}; {verdict}"
+
+
+@dataclass(frozen=True)
+class TimelineSpan:
+    """One kernel on one stream, for the timeline chart (times in ns from the first kernel)."""
+
+    stream: str  # 'pid P dev D stream S'
+    kernel: str  # short name; 'other' for kernels outside the top ones
+    start_ns: int
+    end_ns: int
+
+
+# -- the finding's header ----------------------------------------------------------------
+
+
+@cache
+def gaps_header() -> dict[str, Any]:
+    """The YAML header of nsys_stream_gaps.sql: finding, question, threshold, remedy."""
+    m = _HEADER.match(read_query(GAPS_QUERY))
+    doc = yaml.safe_load(m.group(1).split("\n\n", 1)[0]) if m else None
+    if not isinstance(doc, dict) or "threshold" not in doc:
+        raise InputError(f"queries/{GAPS_QUERY}.sql: header lacks its thresholds")
+    return doc
+
+
+def _thresholds(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    defaults = dict(gaps_header()["threshold"])
+    for k, v in (overrides or {}).items():
+        if k not in defaults:
+            raise InputError(f"gpu-waits-on-host has no threshold {k!r}; it has {', '.join(sorted(defaults))}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise InputError(f"gpu-waits-on-host threshold {k} = {v!r}: give a number >= 0")
+        defaults[k] = v
+    return defaults
+
+
+# -- queries -----------------------------------------------------------------------------
+
+
+def export_ids(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """Every loaded export, in load order."""
+    return [r[0] for r in con.execute("SELECT export_id FROM nsys_exports ORDER BY export_id").fetchall()]
+
+
+def _rows(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    cur = con.execute(read_query(query), params)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def _exports(con: duckdb.DuckDBPyConnection, ids: list[int]) -> tuple[ExportInfo, ...]:
+    gpus: dict[int, list[str]] = {}
+    for eid, dev, name, cc, sms in con.execute(
+            "SELECT export_id, device_id, name, compute_capability, sm_count FROM nsys_gpus "
+            "WHERE list_contains($ids, export_id) ORDER BY export_id, device_id", {"ids": ids}).fetchall():
+        arch = f"sm_{cc.replace('.', '')}" if cc else "sm_?"
+        gpus.setdefault(eid, []).append(f"{dev}: {name} ({arch}, {sms} SMs)")
+    return tuple(
+        ExportInfo(eid, path, ver, schema, start, cmd, tuple(gpus.get(eid, [])), n, tuple(absent or ()))
+        for eid, path, ver, schema, start, cmd, n, absent in con.execute(
+            "SELECT export_id, path, nsys_version, export_schema, session_start_utc, command, kernels, absent_columns "
+            "FROM nsys_exports WHERE list_contains($ids, export_id) ORDER BY export_id", {"ids": ids}).fetchall())
+
+
+def summarize_nsys(con: duckdb.DuckDBPyConnection, exports: Iterable[int] | None = None,
+                   thresholds: Mapping[str, Any] | None = None) -> NsysSummary:
+    """Kernel statistics, stream gaps with their finding, overlap and NVTX totals of the
+    given exports (default: every loaded export), taken together."""
+    ids = sorted(set(exports)) if exports is not None else export_ids(con)
+    if not ids:
+        raise InputError("no Nsight Systems export is loaded; give an `nsys export --type sqlite` file")
+    th = _thresholds(thresholds)
+    p = {"exports": ids}
+    kernels = tuple(KernelStat(r["kernel_demangled"], r["kernel_short"], r["launches"], r["total_ns"], r["mean_ns"],
+                               r["median_ns"], r["p10_ns"], r["p90_ns"], r["min_ns"], r["max_ns"], r["stddev_ns"],
+                               r["share"] or 0.0, r["configs"], r["streams"])
+                    for r in _rows(con, "nsys_kernel_stats", p))
+    streams = tuple(StreamGaps(
+        r["export_id"], r["global_pid"], r["device_id"], r["context_id"], r["stream_id"], r["kernels"], r["copies"],
+        r["span_ns"], r["busy_ns"], r["gaps"], r["idle_ns"], r["host_wait_ns"], r["host_late_gaps"],
+        r["median_gap_ns"], r["median_kernel_ns"], r["median_launch_call_ns"], r["host_wait_share"],
+        Status(r["status"]), r["kind"]) for r in _rows(con, GAPS_QUERY, {**p, **th}))
+    devices = tuple(DeviceOverlap(r["export_id"], r["device_id"], r["kernels"], r["streams"], r["span_ns"],
+                                  r["kernel_ns"], r["busy_ns"], r["overlap_ns"], r["idle_ns"], r["max_concurrent"],
+                                  r["busy_share"], r["overlap_share"]) for r in _rows(con, "nsys_overlap", p))
+    nvtx = tuple(NvtxRange(r["domain"], r["text"], r["kind"], r["ranges"], r["total_ns"], r["median_ns"], r["min_ns"],
+                           r["max_ns"], r["kernels"], r["kernel_ns"]) for r in _rows(con, "nsys_nvtx_ranges", p))
+    return NsysSummary(_exports(con, ids), sum(k.total_ns for k in kernels), kernels, streams, devices, nvtx, th)
+
+
+def match_ncu(con: duckdb.DuckDBPyConnection, launch_ids: Iterable[int],
+              exports: Iterable[int] | None = None) -> dict[int, KernelTime]:
+    """The nsys kernel of each Nsight Compute launch that has one in the exports."""
+    ids = sorted(set(exports)) if exports is not None else export_ids(con)
+    out: dict[int, KernelTime] = {}
+    for r in _rows(con, "nsys_ncu_match", {"exports": ids, "ids": sorted(set(launch_ids))}):
+        seen = out.get(r["launch_id"])
+        if seen is None:
+            out[r["launch_id"]] = KernelTime(r["launch_id"], r["nsys_kernel"], r["launches"], r["total_ns"],
+                                             r["median_ns"], r["share"] or 0.0, r["name_share"] or 0.0,
+                                             r["matched_by"])
+        else:  # several nsys names of one function and configuration: their time together
+            out[r["launch_id"]] = KernelTime(seen.launch_id, seen.nsys_kernel, seen.launches + r["launches"],
+                                             seen.total_ns + r["total_ns"], seen.median_ns,
+                                             seen.share + (r["share"] or 0.0),
+                                             seen.name_share + (r["name_share"] or 0.0), seen.matched_by)
+    return out
+
+
+def rank_by_gpu_time(analyses: Iterable[KernelAnalysis], times: Mapping[int, KernelTime]) -> list[RankedAnalysis]:
+    """The analyses, the kernels that take most GPU time first; those not in the
+    timeline last, in their own order."""
+    ranked = [RankedAnalysis(a, times.get(a.summary.launch_id)) for a in analyses]
+    return sorted(ranked, key=lambda r: -(r.time.share if r.time else -1.0))
+
+
+def timeline(con: duckdb.DuckDBPyConnection, exports: Iterable[int] | None = None, top: int = 5,
+             max_spans: int = TIMELINE_MAX_SPANS) -> tuple[TimelineSpan, ...]:
+    """Kernel spans per stream for the top `top` kernels by GPU time (others as 'other'),
+    the first `max_spans` in time order."""
+    ids = sorted(set(exports)) if exports is not None else export_ids(con)
+    rows = con.execute(
+        """WITH k AS (SELECT * FROM nsys_kernels WHERE list_contains($ids, export_id)),
+           top AS (SELECT kernel_demangled FROM k GROUP BY ALL ORDER BY sum(duration_ns) DESC, kernel_demangled
+                   LIMIT $top),
+           t0 AS (SELECT min(start_ns) AS t0 FROM k)
+           SELECT 'pid ' || ((k.global_pid >> 24) & 16777215) || ' dev ' || coalesce(k.device_id::VARCHAR, '?')
+                  || ' stream ' || coalesce(k.stream_id::VARCHAR, '?') AS stream,
+                  CASE WHEN top.kernel_demangled IS NULL THEN 'other' ELSE coalesce(k.kernel_short, k.kernel_demangled)
+                  END AS kernel,
+                  k.start_ns - t0 AS start_ns, k.end_ns - t0 AS end_ns
+           FROM k CROSS JOIN t0 LEFT JOIN top USING (kernel_demangled)
+           ORDER BY k.start_ns, k.record_id LIMIT $max""",
+        {"ids": ids, "top": top, "max": max_spans}).fetchall()
+    return tuple(TimelineSpan(*r) for r in rows)
+
+
+def _us(ns: float | None) -> str:
+    return "n/a" if ns is None else f"{ns / 1e3:.1f} us"
+
+
+def _ms(ns: float | None) -> str:
+    return "n/a" if ns is None else f"{ns / 1e6:.2f} ms"

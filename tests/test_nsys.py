@@ -1,0 +1,332 @@
+"""Nsight Systems exports: the loader, the timeline analyses and the join with Nsight
+Compute, on the real exports in fixtures/nsys/ (nsys 2022.2, 2024.5 and 2025.5: three
+schema versions), every figure checked against a direct sqlite3 query of the same file;
+then hostile inputs, each one Error line."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import sqlite3
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from support import ROOT, assert_one_error_line, wsperf
+from wsperf.analyses.analyze import analyze
+from wsperf.analyses.hypotheses import Status
+from wsperf.analyses.nsys import match_ncu, rank_by_gpu_time, summarize_nsys, timeline
+from wsperf.collectors.errors import InputError
+from wsperf.collectors.ncu import load_report
+from wsperf.collectors.nsys import MAX_NAME_CHARS, NsysExportError, load_nsys_export, nsys_schema_sql
+from wsperf.collectors.store import open_store
+
+NSYS = ROOT / "fixtures" / "nsys"
+SAXPY = NSYS / "saxpy_mpi_cuda_a100_nsys2022.2.sqlite.gz"  # schema 2.9.1, NVTX, host-bound
+CLOVER = NSYS / "cloverleaf_cuda_a100_nsys2024.5.sqlite.gz"  # schema 3.13.2, 1312 kernels
+VECADD = NSYS / "vecadd_rtx3060_nsys2025.5.sqlite.gz"  # schema 3.24.0, cluster columns
+NO_KERNELS = NSYS / "cublas_test_rtx5060_nsys2025.1_no_kernels.sqlite.gz"
+VECADD_REP = NSYS / "vecadd_rtx3060_nsys2025.5.nsys-rep"
+VECADD_NCU = NSYS / "vecadd_h200.ncu-rep.gz"  # the same program's kernel under ncu (H200)
+EXPORTS = [SAXPY, CLOVER, VECADD]
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> dict[Path, Path]:
+    """The fixtures gunzipped, for direct sqlite3 queries."""
+    d = tmp_path_factory.mktemp("nsys")
+    out = {}
+    for gz in EXPORTS + [NO_KERNELS]:
+        p = d / gz.name.removesuffix(".gz")
+        p.write_bytes(gzip.decompress(gz.read_bytes()))
+        out[gz] = p
+    return out
+
+
+def _direct(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        return db.execute(sql, params).fetchall()
+
+
+def _loaded(*exports: Path):
+    con = open_store(None)
+    for e in exports:
+        load_nsys_export(con, e)
+    return con
+
+
+# -- the loader --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("export", EXPORTS, ids=lambda p: p.name.split("_nsys")[1].removesuffix(".sqlite.gz"))
+def test_rows_match_the_export(export, plain):
+    db = plain[export]
+    con = _loaded(export)
+    tables = {r[0] for r in _direct(db, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def count(t, where=""):
+        return _direct(db, f"SELECT count(*) FROM {t} {where}")[0][0] if t in tables else 0
+
+    got = dict(con.execute("SELECT 'k', count(*) FROM nsys_kernels UNION ALL SELECT 'm', count(*) FROM nsys_memcpy "
+                           "UNION ALL SELECT 'r', count(*) FROM nsys_runtime UNION ALL SELECT 'n', count(*) FROM nsys_nvtx "
+                           "UNION ALL SELECT 'g', count(*) FROM nsys_gpus").fetchall())
+    assert got == {"k": count("CUPTI_ACTIVITY_KIND_KERNEL"),
+                   "m": count("CUPTI_ACTIVITY_KIND_MEMCPY") + count("CUPTI_ACTIVITY_KIND_MEMSET"),
+                   "r": count("CUPTI_ACTIVITY_KIND_RUNTIME"),
+                   "n": count("NVTX_EVENTS", "WHERE eventType IN (34, 59, 60, 65, 70, 71)"),
+                   "g": count("TARGET_INFO_GPU")}
+    assert got["k"] > 0
+    # Every kernel with its names resolved through StringIds, as sqlite3 joins them.
+    want = sorted(_direct(db, """SELECT k.start, k.end, k.streamId, k.correlationId, d.value, s.value, k.gridX, k.blockX,
+                                        k.registersPerThread, k.staticSharedMemory, k.dynamicSharedMemory
+                                 FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName
+                                 JOIN StringIds s ON s.id = k.shortName"""))
+    have = sorted(con.execute("""SELECT start_ns, end_ns, stream_id, correlation_id, kernel_demangled, kernel_short,
+                                        grid_x, block_x, registers_per_thread, static_smem_bytes, dynamic_smem_bytes
+                                 FROM nsys_kernels""").fetchall())
+    assert have == want
+    assert con.execute("SELECT count(*) FROM nsys_kernels WHERE duration_ns <> end_ns - start_ns").fetchone()[0] == 0
+
+
+def test_each_schema_version_has_its_columns_and_says_which_are_absent():
+    con = _loaded(SAXPY, CLOVER, VECADD)
+    rows = {v: (schema, set(absent)) for v, schema, absent in con.execute(
+        "SELECT nsys_version, export_schema, absent_columns FROM nsys_exports").fetchall()}
+    cluster = {f"CUPTI_ACTIVITY_KIND_KERNEL.{c}" for c in ("clusterX", "clusterY", "clusterZ")}
+    green = "CUPTI_ACTIVITY_KIND_KERNEL.greenContextId"
+    assert rows["2022.2.1.31"][0] == "2.9.1" and cluster | {green} <= rows["2022.2.1.31"][1]
+    assert rows["2024.5.1.113"][0] == "3.13.2" and cluster <= rows["2024.5.1.113"][1]
+    assert green not in rows["2024.5.1.113"][1]
+    assert rows["2025.5.2.266"][0] == "3.24.0" and not cluster & rows["2025.5.2.266"][1]
+    # Absent columns are NULL; present ones carry the export's values (0: no cluster).
+    clusters = dict(con.execute("""SELECT e.nsys_version, list(DISTINCT [k.cluster_x, k.max_active_clusters])
+                                   FROM nsys_kernels k JOIN nsys_exports e USING (export_id) GROUP BY ALL""").fetchall())
+    assert clusters["2022.2.1.31"] == [[None, None]] and clusters["2024.5.1.113"] == [[None, None]]
+    assert clusters["2025.5.2.266"] == [[0, 0]]
+    gpus = dict(con.execute("SELECT e.nsys_version, list(g.name || ' ' || g.compute_capability ORDER BY g.device_id) "
+                            "FROM nsys_gpus g JOIN nsys_exports e USING (export_id) GROUP BY ALL").fetchall())
+    assert gpus["2025.5.2.266"] == ["NVIDIA GeForce RTX 3060 8.6"]
+    assert gpus["2024.5.1.113"] == ["NVIDIA A100-SXM4-80GB 8.0"] * 4
+
+
+def test_the_same_export_loads_once():
+    con = open_store(None)
+    first = load_nsys_export(con, VECADD)
+    again = load_nsys_export(con, VECADD)
+    assert not first.already_present and again.already_present and again.export_id == first.export_id
+    assert set(again.rows.values()) == {0}
+    assert con.execute("SELECT count(*) FROM nsys_kernels").fetchone()[0] == 1
+
+
+def test_launch_latency_is_the_kernel_start_after_its_api_call(plain):
+    con = _loaded(CLOVER)
+    want = sorted(_direct(plain[CLOVER], """
+        SELECT r.correlationId, k.start - r.start, max(k.start - r.end, 0)
+        FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_KERNEL k
+          ON k.correlationId = r.correlationId AND k.globalPid = (r.globalTid >> 24) << 24"""))
+    have = sorted(con.execute("SELECT correlation_id, launch_latency_ns, queue_ns FROM nsys_runtime "
+                              "WHERE kernels > 0").fetchall())
+    assert have == want and len(have) == 1312
+    assert con.execute("SELECT count(*) FROM nsys_runtime WHERE api = 'cudaLaunchKernel_v7000' AND kernels = 1"
+                       ).fetchone()[0] == 1312
+
+
+# -- the analyses ------------------------------------------------------------------------
+
+
+def test_kernel_statistics_match_the_export(plain):
+    con = _loaded(CLOVER)
+    s = summarize_nsys(con)
+    durations = defaultdict(list)
+    for name, d in _direct(plain[CLOVER], "SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                                          "JOIN StringIds s ON s.id = k.demangledName"):
+        durations[name].append(d)
+    total = sum(sum(v) for v in durations.values())
+    assert s.kernel_time_ns == total and len(s.kernels) == len(durations)
+    assert [k.total_ns for k in s.kernels] == sorted((sum(v) for v in durations.values()), reverse=True)
+    assert sum(k.share for k in s.kernels) == pytest.approx(1.0)
+    for k in s.kernels:
+        v = sorted(durations[k.kernel])
+        assert (k.launches, k.total_ns, k.min_ns, k.max_ns) == (len(v), sum(v), v[0], v[-1])
+        assert k.median_ns == pytest.approx(statistics.median(v))
+        assert k.share == pytest.approx(sum(v) / total)
+        if len(v) > 1:
+            deciles = statistics.quantiles(v, n=10, method="inclusive")  # linear, as DuckDB's quantile_cont
+            assert (k.p10_ns, k.p90_ns) == (pytest.approx(deciles[0]), pytest.approx(deciles[-1]))
+
+
+def _host_wait(db: Path) -> tuple[int, int, int]:
+    """The gap rule of nsys_stream_gaps.sql, in Python over sqlite3 rows of the one
+    stream: (gaps, idle ns, idle ns where the issuing call began after the previous end)."""
+    calls = {}
+    for corr, start in _direct(db, "SELECT correlationId, min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY 1"):
+        calls[corr] = start
+    ops = sorted(_direct(db, "SELECT start, end, correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL "
+                             "SELECT start, end, correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY"))
+    gaps = idle = host = 0
+    prev_end = None
+    for start, end, corr in ops:
+        if prev_end is not None:
+            gap = max(start - prev_end, 0)
+            gaps, idle = gaps + 1, idle + gap
+            if calls.get(corr) is not None and calls[corr] >= prev_end:
+                host += gap
+        prev_end = end if prev_end is None else max(prev_end, end)
+    return gaps, idle, host
+
+
+@pytest.mark.parametrize("export, status, kind", [(SAXPY, Status.confirmed, "host-bound"),
+                                                   (CLOVER, Status.rejected, "host-bound"),
+                                                   (VECADD, Status.no_data, None)])
+def test_gpu_waits_on_host(export, status, kind, plain):
+    (g,) = summarize_nsys(_loaded(export)).streams  # each export has one stream
+    assert g.status is status
+    if kind:
+        assert g.kind == kind
+    assert (g.gaps, g.idle_ns, g.host_wait_ns) == _host_wait(plain[export])
+    assert g.host_wait_share == pytest.approx(g.host_wait_ns / g.span_ns)
+
+
+def test_a_lower_threshold_confirms_the_rejected_stream():
+    con = _loaded(CLOVER)
+    (g,) = summarize_nsys(con, thresholds={"min_host_wait_share": 0.05}).streams
+    assert g.status is Status.confirmed and 0.05 <= g.host_wait_share < 0.2
+    with pytest.raises(InputError, match="no threshold"):
+        summarize_nsys(con, thresholds={"nope": 1})
+
+
+def test_overlap_of_one_stream_is_none_and_busy_is_the_kernel_union(plain):
+    (d,) = summarize_nsys(_loaded(CLOVER)).devices
+    spans = sorted(_direct(plain[CLOVER], "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"))
+    busy, cur_s, cur_e = 0, None, None
+    for s, e in spans:
+        if cur_e is None or s > cur_e:
+            busy += 0 if cur_e is None else cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    busy += cur_e - cur_s
+    assert (d.streams, d.overlap_ns, d.max_concurrent, d.busy_ns) == (1, 0, 1, busy)
+    assert d.idle_ns == d.span_ns - busy == spans[-1][1] - spans[0][0] - busy
+
+
+def test_nvtx_totals_and_the_gpu_time_they_launched(plain):
+    s = summarize_nsys(_loaded(SAXPY))
+    by = {(n.domain, n.text): n for n in s.nvtx}
+    want = _direct(plain[SAXPY], "SELECT count(*), sum(e.end - e.start) FROM NVTX_EVENTS e "
+                   "JOIN StringIds s ON s.id = e.textId WHERE s.value = 'MPI_Send'")[0]
+    assert (by[("MPI", "MPI_Send")].ranges, by[("MPI", "MPI_Send")].total_ns) == want
+    saxpy = by[(None, "saxpy")]
+    # Each 'saxpy' range wraps one launch: all five kernels, each counted once.
+    assert (saxpy.ranges, saxpy.kernels, saxpy.kernel_ns) == (5, 5, s.kernel_time_ns)
+
+
+def test_timeline_spans_are_the_kernels_in_time_order():
+    con = _loaded(CLOVER)
+    spans = timeline(con, top=2)
+    assert len(spans) == 1312 and spans[0].start_ns == 0
+    assert all(a.start_ns <= b.start_ns for a, b in zip(spans, spans[1:]))
+    assert {sp.kernel for sp in spans} <= {"par_ranged2d_kernel", "par_reduce_kernel", "other"}
+    assert len(timeline(con, max_spans=10)) == 10
+
+
+# -- joined with Nsight Compute ----------------------------------------------------------
+
+
+def test_an_ncu_launch_gets_its_kernels_share_of_gpu_time():
+    con = _loaded(VECADD)
+    load_report(con, VECADD_NCU)
+    results = analyze(con)
+    times = match_ncu(con, [a.summary.launch_id for a in results])
+    (t,) = times.values()
+    assert (t.matched_by, t.launches, t.total_ns, t.share) == ("mangled", 1, 38912, 1.0)
+    (ranked,) = rank_by_gpu_time(results, times)
+    assert ranked.headline.startswith("100% of GPU time; ")
+
+
+def test_a_launch_absent_from_the_timeline_says_so():
+    con = _loaded(CLOVER)
+    load_report(con, VECADD_NCU)
+    results = analyze(con)
+    assert match_ncu(con, [a.summary.launch_id for a in results]) == {}
+    (ranked,) = rank_by_gpu_time(results, {})
+    assert ranked.headline.startswith("not in the Nsight Systems timeline; ")
+
+
+# -- hostile inputs ----------------------------------------------------------------------
+
+
+def _copy(plain: dict, export: Path, tmp_path: Path, sql: str | None = None, name: str = "x.sqlite") -> Path:
+    p = tmp_path / name
+    shutil.copy(plain[export], p)
+    if sql:
+        with sqlite3.connect(p) as db:
+            db.executescript(sql)
+    return p
+
+
+def _refused(path: Path, *needles: str) -> None:
+    con = open_store(None)
+    with pytest.raises(NsysExportError) as e:
+        load_nsys_export(con, path)
+    for n in needles:
+        assert n in str(e.value)
+    con.execute(nsys_schema_sql())
+    assert con.execute("SELECT count(*) FROM nsys_exports").fetchone()[0] == 0  # nothing half-written
+
+
+def test_an_export_without_kernel_activity_is_refused():
+    _refused(NO_KERNELS, "holds no CUDA kernel activity", "CUDA trace was on, but no kernel ran")
+
+
+def test_an_export_collected_without_cuda_trace_says_so(plain, tmp_path):
+    p = _copy(plain, NO_KERNELS, tmp_path, "UPDATE META_DATA_CAPTURE SET value = 'false' "
+                                           "WHERE name = 'PROCESS_0:COLLECT_CUDA_TRACE'")
+    _refused(p, "collected without CUDA trace", "--trace=cuda")
+
+
+@pytest.mark.parametrize("frac", [0.0001, 0.3, 0.99])
+def test_a_truncated_export_is_refused(plain, tmp_path, frac):
+    data = plain[CLOVER].read_bytes()
+    p = tmp_path / "cut.sqlite"
+    p.write_bytes(data[: max(int(len(data) * frac), 1)])
+    _refused(p, "truncated")
+
+
+def test_bad_files_are_refused(plain, tmp_path):
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    _refused(empty, "is empty")
+    text = tmp_path / "text.sqlite"
+    text.write_text("start,end\n1,2\n")
+    _refused(text, "is not an SQLite file")
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE orders (id INTEGER)")
+    _refused(other, "not an Nsight Systems export")
+    _refused(_copy(plain, VECADD, tmp_path, "DROP TABLE StringIds", "nostrings.sqlite"), "not an Nsight Systems export")
+    _refused(_copy(plain, VECADD, tmp_path, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", "nokernels.sqlite"),
+             "holds no CUDA kernel activity")
+    _refused(_copy(plain, VECADD, tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon'", "typed.sqlite"),
+             "wrong type")
+    cut_gz = tmp_path / "cut.sqlite.gz"
+    cut_gz.write_bytes(VECADD.read_bytes()[:5000])
+    _refused(cut_gz, "not a complete gzip file")
+    _refused(tmp_path / "missing.sqlite", "no such file")
+    stream = tmp_path / "capture.qdstrm"
+    stream.write_bytes(b"\x00" * 64)
+    _refused(stream, ".qdstrm", "never imported")
+
+
+def test_a_huge_name_is_cut_not_loaded_whole(plain, tmp_path):
+    p = _copy(plain, VECADD, tmp_path, "UPDATE StringIds SET value = printf('%.*c', 20000000, 'x') "
+                                       "WHERE id = (SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL)")
+    con = _loaded(p)
+    assert con.execute("SELECT length(kernel_demangled) FROM nsys_kernels").fetchone()[0] == MAX_NAME_CHARS
+
+
+def test_a_report_needs_nsys_on_path(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    _refused(VECADD_REP, "no `nsys` is on PATH", "nsys export --type sqlite")
