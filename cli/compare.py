@@ -11,13 +11,11 @@ import json
 import re
 import sys
 import xml.etree.ElementTree as ET
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -26,6 +24,7 @@ from wsperf.analyses.compare import Change, CompareResult, FigureChange, KernelC
 from wsperf.analyses.config import load_config
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
+from wsperf.cli.common import check_outputs, err, error_boundary, load_progress
 from wsperf.collectors.errors import ExitCode, InputError
 from wsperf.collectors.store import open_store
 
@@ -61,10 +60,8 @@ def compare(
     (duration and shares tested with Mann-Whitney U and a minimum change; registers,
     shared memory, launch shape, instruction paths exactly) and hypothesis by hypothesis.
     Exit 1 when anything regressed, 0 when not."""
-    from wsperf.cli.main import _check_outputs, err, error_boundary
-
     with error_boundary():
-        _check_outputs(charts_dir, html_file)
+        check_outputs(charts_dir, html_file)
         if vs:
             base_names, cand_names = list(inputs), list(vs)
         elif len(inputs) == 2:
@@ -77,7 +74,7 @@ def compare(
             raise InputError(f"{db}: no such store; record runs into it first, or leave out --db to compare files")
         con = open_store(db)
         check_kernel_regex(kernel)
-        with _progress(err) as tick:
+        with load_progress(err) as tick:
             base = resolve_side(con, base_names, db=db, progress=tick)
             cand = resolve_side(con, cand_names, db=db, progress=tick)
         result = run_compare(con, base.launch_ids, cand.launch_ids, cfg, base_label=base.label,
@@ -107,20 +104,6 @@ def _charts_and_page(result: CompareResult, charts_dir: Path | None, html_file: 
     files = write_charts(charts, charts_dir)
     console.print(render.plain(f"wsperf compare: wrote {len(charts)} charts ({len(files)} files) to {charts_dir}"))
     return charts
-
-
-@contextmanager
-def _progress(console: Console) -> Iterator[Callable[[int, int, str], None]]:
-    """A transient progress bar on stderr while reports load; yields resolve_side's
-    `progress` callback."""
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task("loading", total=None)
-
-        def tick(done: int, total: int, label: str) -> None:
-            progress.update(task, completed=done, total=total, description=render.plain(f"loading {label}"))
-
-        yield tick
 
 
 def _write(fmt: CompareFormat, result: CompareResult, out_file: Path | None, charts: dict,

@@ -23,6 +23,7 @@ from wsperf.analyses.config import load_config
 from wsperf.analyses.history import (HistoryPoint, RunMeta, check_label, describe_run, export_parquet,
                                      history as run_history, record_run)
 from wsperf.cli import render
+from wsperf.cli.common import check_outputs, err, error_boundary, out
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store, transaction
 
@@ -66,8 +67,6 @@ def load_run(con: duckdb.DuckDBPyConnection, meta: RunMeta | None, reports: list
         if meta is not None:
             run = record_run(con, meta, [r.report_id for r in loaded])
     if meta is not None:
-        from wsperf.cli.main import err
-
         err.print(render.plain(f"wsperf analyze: recorded run {run.label!r} (run {run.run_id}, "
                                f"{run.reports} report(s))"), soft_wrap=True)
     return launch_ids_of_reports(con, [r.report_id for r in loaded])
@@ -96,10 +95,8 @@ def history(
     """A kernel's figure over the recorded runs: one row per (run, kernel), oldest run
     first, with the run's label, commit, date and tags, its number of launches and the
     median, min and max of the metric over them."""
-    from wsperf.cli.main import _check_outputs, err, error_boundary, out
-
     with error_boundary():
-        _check_outputs(charts_dir, None)
+        check_outputs(charts_dir, None)
         cfg = load_config(config)
         if not db.is_file():
             raise InputError(f"{db}: no such store; record runs into it with `wsperf analyze REPORTS --db {db}`")
@@ -201,8 +198,6 @@ def export(
     """Write the store as Parquet for a warehouse: runs, reports and run_reports whole;
     launches, metrics, sass, stalls, opcodes and ncu_rules with their run_id,
     Hive-partitioned by the run's date (DIR/<table>/run_date=YYYY-MM-DD/)."""
-    from wsperf.cli.main import error_boundary, out
-
     with error_boundary():
         if not db.is_file():
             raise InputError(f"{db}: no such store; record runs into it with `wsperf analyze REPORTS --db {db}`")

@@ -12,6 +12,7 @@ import typer
 from wsperf.analyses.static import inspect as run_inspect
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
+from wsperf.cli.common import emit, error_boundary
 from wsperf.collectors.store import open_store
 from wsperf.cli.render import OutputFormat as Format
 
@@ -34,11 +35,9 @@ def inspect(
     shared memory, which instruction paths its SASS holds (tcgen05 / wgmma / mma.sync,
     TMA / cp.async / ld/st, mbarrier, setmaxnreg, local memory), the compiler's notes,
     and the verdicts that static code can give; the others say no_data."""
-    from wsperf.cli.main import SummaryFormat, _emit, error_boundary
-
     with error_boundary():
         check_kernel_regex(kernel)
         con = open_store(db)
         result = run_inspect(con, paths, arch=arch, kernel=kernel, expect=expect)
-        _emit(SummaryFormat(fmt.value), result, render.inspection_text, render.inspection_json,
+        emit(fmt, result, render.inspection_text, render.inspection_json,
               render.inspection_markdown)

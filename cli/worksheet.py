@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from wsperf.analyses.worksheet import Worksheet, worksheet as build
+from wsperf.cli.common import error_boundary
 from wsperf.cli.render import OutputFormat as Format, md, plain
 
 
@@ -27,8 +28,6 @@ def worksheet(
     """Print, per kernel, the handoff worksheet read from PTX: roles, shared and tensor
     memory, every mbarrier (init count, who arrives, who waits), fences, lifetimes, and
     the mistakes visible statically (flags 1-5), each marked evidence or assumption."""
-    from wsperf.cli.main import error_boundary
-
     with error_boundary():
         ws = build(paths, arch=arch, kernel=kernel)
         if fmt is Format.json:

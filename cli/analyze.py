@@ -1,0 +1,126 @@
+"""`wsperf analyze` and `wsperf chart`: load reports (or a bundle) and print the
+verdicts, or write the charts; the handoff rule first (a hung or broken kernel gets its
+report, never performance advice)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from wsperf.analyses.analyze import analyze as run_analysis
+from wsperf.analyses.config import load_config
+from wsperf.analyses.correctness import gather
+from wsperf.analyses.sql import check_kernel_regex
+from wsperf.cli import render
+from wsperf.cli.common import check_outputs, emit, err, error_boundary, handoff, load_with_progress, out
+from wsperf.cli.history import LOCK_HELP, begin_run, load_run
+from wsperf.cli.render import OutputFormat
+from wsperf.collectors.errors import InputError
+from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
+
+
+def analyze(
+    reports: list[Path] = typer.Argument(None, help="Nsight Compute reports (.ncu-rep), or bundle directories "
+                                         "written by `wsperf collect`.", show_default=False),
+    sanitizer: list[Path] = typer.Option([], "--sanitizer", "-s", help="compute-sanitizer XML (`--xml --save "
+                                         "FILE`), repeatable: any error -> the correctness report, exit 3."),
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB file to load into (created if absent, appended to "
+                                      "if present). Default: an in-memory database."),
+    fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", "-f", help="text, json or markdown."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only launches whose kernel name matches "
+                                         "this regular expression (RE2 syntax)."),
+    expect: list[str] = typer.Option([], "--expect", "-e", help="What the kernel should use (repeatable): tma, "
+                                     "tensor-core, wgmma, tcgen05, setmaxnreg, warp-specialized."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with `expect = [...]` and "
+                                          "[thresholds.<hypothesis>] overrides."),
+    charts_dir: Optional[Path] = typer.Option(None, "--charts", help="Also write each launch's charts into this "
+                                              "directory (.vl.json, .html, .png, .svg); Markdown links the PNGs."),
+    html_file: Optional[Path] = typer.Option(None, "--html", help="Also write one standalone HTML page (works "
+                                             "offline): summaries, verdicts, charts, Nsight Compute's rules."),
+    label: Optional[str] = typer.Option(None, "--label", help="With --db: name of the run recorded (unique in "
+                                        "the store). Default: <branch>@<commit>:<UTC time>."),
+    tag: list[str] = typer.Option([], "--tag", "-t", help="With --db: tag the recorded run (repeatable), e.g. nightly."),
+    commit: Optional[str] = typer.Option(None, "--commit", help="With --db: git commit of the run. Default: git "
+                                         "rev-parse HEAD here, else $GITHUB_SHA / $CI_COMMIT_SHA."),
+    branch: Optional[str] = typer.Option(None, "--branch", help="With --db: git branch of the run. Default: git's, "
+                                         "else $GITHUB_REF_NAME / $CI_COMMIT_REF_NAME."),
+    lock_timeout: float = typer.Option(LOCK_TIMEOUT_S, "--lock-timeout", help=LOCK_HELP),
+) -> None:
+    """Load reports and print, per launch: what ran (launch shape, duration, the
+    instruction paths its SASS uses), its producer/consumer roles, and the verdict of
+    every slow-kernel hypothesis with its evidence and remedy. A kernel the sanitizer
+    found broken gets the correctness report instead (exit 3); a bundle whose repro hung,
+    the deadlock report (exit 4)."""
+    reports = reports or []
+    with error_boundary():
+        cfg = load_config(config, tuple(expect))
+        check_kernel_regex(kernel)
+        if not reports and not sanitizer:
+            raise InputError("nothing to analyze: give reports, a bundle directory or --sanitizer FILE.xml")
+        check_outputs(charts_dir, html_file)
+        con = open_store(db, lock_timeout=lock_timeout)
+        run = begin_run(con, db, label, tag, commit, branch, reports)
+        evidence = gather(con, reports, sanitizer)
+        code = handoff(evidence, fmt)
+        if code:
+            raise typer.Exit(code)
+        if not evidence.reports:
+            err.print("The sanitizer found no error; no Nsight Compute report to analyze.")
+            return
+        reports = list(evidence.reports)
+        ids = load_run(con, run, reports, load_with_progress)
+        results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds, launch_ids=ids)
+        if not results:
+            what = f"matches --kernel {kernel!r}" if kernel else "was found"
+            raise InputError(f"no kernel launch {what} in {len(reports)} report(s)")
+        charts = _write_charts(results, charts_dir)[0] if charts_dir is not None else {}
+        if html_file is not None:
+            from wsperf.cli.html import analysis_page, write_page
+
+            err.print(render.plain(f"wsperf analyze: wrote {write_page(analysis_page(results), html_file)}"))
+        emit(fmt, results, render.analyses_text, render.analyses_json, render.analyses_markdown)
+        if charts and fmt is OutputFormat.markdown:
+            from wsperf.cli.charts import charts_markdown
+
+            sys.stdout.write(charts_markdown(charts, charts_dir))
+
+
+def _write_charts(results, out_dir: Path) -> tuple[dict, list[Path]]:
+    from wsperf.cli.charts import analysis_charts, write_charts
+
+    charts = analysis_charts(results)
+    if not charts:
+        raise InputError("nothing to chart: the launches hold no PC samples, instruction counts or throughput "
+                         "metrics (collect with `ncu --set full --import-source yes`)")
+    files = write_charts(charts, out_dir)
+    err.print(render.plain(f"wsperf: wrote {len(charts)} charts ({len(files)} files) to {out_dir}"))
+    return charts, files
+
+
+def chart(
+    reports: list[Path] = typer.Argument(..., help="Nsight Compute reports (.ncu-rep), or bundle directories.",
+                                         show_default=False),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Directory to write the charts into (created)."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only launches whose kernel name matches "
+                                         "this regular expression (RE2 syntax)."),
+) -> None:
+    """Write each launch's charts (stall reasons per role, instruction families, speed
+    of light) as Vega-Lite JSON, standalone HTML, PNG and SVG; prints the files."""
+    with error_boundary():
+        check_outputs(out_dir, None)
+        con = open_store(None)
+        paths = list(gather(con, reports).reports)
+        if not paths:
+            raise InputError("no Nsight Compute report among the inputs; give .ncu-rep files or bundle directories")
+        load_with_progress(con, paths)
+        results = run_analysis(con, kernel)
+        if not results:
+            what = f"matches --kernel {kernel!r}" if kernel else "was found"
+            raise InputError(f"no kernel launch {what} in {len(paths)} report(s)")
+        for p in _write_charts(results, out_dir)[1]:
+            out.print(render.plain(str(p)))
+
+
