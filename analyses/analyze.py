@@ -12,13 +12,15 @@ of runs beside them (benchmarks/bench_history.py measures the difference).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 import duckdb
 
-from wsperf.analyses.hypotheses import Finding, evaluate
+from wsperf.analyses.hypotheses import Finding, Status, evaluate
 from wsperf.analyses.roles import build_roles
+from wsperf.analyses.sql import check_kernel_regex
 from wsperf.analyses.summary import LaunchSummary, summarize
 
 
@@ -44,6 +46,24 @@ class Utilization:
     pct: float
 
 
+# Role names as the table shows them when the kernel is *not* warp-specialized: the
+# producer/consumer split then names code (a block that copies, a block that computes),
+# not warps, and calling it a role would contradict "warp-specialized: no".
+_UNSPECIALIZED_ROLE = {"producer": "copy code", "consumer": "math code", "common": "common code"}
+
+# A speed-of-light figure at or above this share of peak makes the launch bound by that
+# unit (Nsight Compute's own SOL rule uses 60% for "high throughput").
+_BOUND_PCT = 60.0
+
+
+class Outcome(str, enum.Enum):
+    """What a launch's verdicts add up to, for one headline line."""
+
+    confirmed = "confirmed"  # at least one hypothesis confirmed
+    clear = "clear"  # none confirmed, at least one rejected on evidence
+    no_data = "no_data"  # every hypothesis lacked its data: nothing can be said
+
+
 @dataclass(frozen=True)
 class KernelAnalysis:
     """Everything `wsperf analyze` says about one launch."""
@@ -53,6 +73,62 @@ class KernelAnalysis:
     roles: tuple[RoleStats, ...]
     findings: tuple[Finding, ...]
     utilization: tuple[Utilization, ...] = ()  # what the report holds of _UTILIZATION, in that order
+    # What decided warp_specialized: 'executed' (both paths ran), 'static' (the code
+    # holds both paths, `wsperf inspect`), None (unknown).
+    warp_specialized_basis: str | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        statuses = {f.status for f in self.findings}
+        if Status.confirmed in statuses:
+            return Outcome.confirmed
+        return Outcome.clear if Status.rejected in statuses else Outcome.no_data
+
+    def role_label(self, role: str) -> str:
+        """The name a role row is shown under: producer/consumer only for a
+        warp-specialized kernel, the kind of code otherwise."""
+        return role if self.warp_specialized else _UNSPECIALIZED_ROLE.get(role, role)
+
+    def roles_title(self) -> str:
+        """A title that says what the role rows hold: code paths from SASS, with PC
+        samples only when the report has them."""
+        sampled = any(r.samples for r in self.roles)
+        what = "roles" if self.warp_specialized else "code paths"
+        return f"{what} (from SASS{', with PC samples' if sampled else '; no PC samples'})"
+
+    def look_next(self) -> list[str]:
+        """When nothing is confirmed: what was ruled out, what had no data, and where to
+        look next from the speed-of-light figures. Empty when something is confirmed."""
+        if self.outcome is Outcome.confirmed:
+            return []
+        out = []
+        ruled = [f.id for f in self.findings if f.status is Status.rejected]
+        missing = [f.id for f in self.findings if f.status is Status.no_data]
+        if ruled:
+            out.append("ruled out: " + ", ".join(ruled))
+        if missing:
+            out.append("no data for: " + ", ".join(missing))
+        pct = {u.label: u.pct for u in self.utilization}
+        sm, mem = pct.get("Compute (SM) throughput"), pct.get("Memory throughput")
+        if sm is not None and sm >= _BOUND_PCT and (mem is None or sm >= mem):
+            out.append(f"look next: compute-bound (SM throughput {sm:.0f}% of peak): the instruction mix and "
+                       f"tensor path (tensor {self.summary.families.tensor}); is the math on the fastest unit?")
+        elif mem is not None and mem >= _BOUND_PCT:
+            out.append(f"look next: memory-bound (memory throughput {mem:.0f}% of peak): bytes moved per "
+                       "result, reuse in shared memory, coalescing")
+        elif sm is not None and mem is not None:
+            out.append(f"look next: latency-bound (SM {sm:.0f}%, memory {mem:.0f}% of peak): the stall reasons "
+                       "per role and the occupancy")
+        return out
+
+    def headline(self) -> str:
+        """One line: the confirmed hypotheses, or that none was (and what that rests
+        on). A launch whose every verdict is no_data is never reported as good."""
+        if self.outcome is Outcome.confirmed:
+            return "confirmed: " + ", ".join(f.id for f in self.findings if f.status is Status.confirmed)
+        if self.outcome is Outcome.no_data:
+            return "no verdict: the report lacks the data every hypothesis needs (collect with --set full)"
+        return "no hypothesis confirmed"
 
 
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
@@ -134,6 +210,7 @@ def analyze(
 ) -> list[KernelAnalysis]:
     """Summaries, roles and verdicts of the launches matching `kernel`: among
     `launch_ids` when given, else every launch in the store."""
+    check_kernel_regex(kernel)  # a bad expression is an InputError, not a DuckDB failure mid-query
     prepare(con)
     summaries = summarize(con, kernel, launch_ids)
     ids = [s.launch_id for s in summaries]
@@ -141,11 +218,13 @@ def analyze(
         return []
     verdicts = evaluate(con, ids, expect=expect, thresholds=thresholds)
     roles = _roles(con, ids)
-    ws = dict(con.execute("SELECT launch_id, warp_specialized FROM warp_specialization WHERE list_contains($ids, launch_id)",
-                          {"ids": ids}).fetchall())
+    ws = {lid: (w, basis) for lid, w, basis in con.execute(
+        "SELECT launch_id, warp_specialized, basis FROM warp_specialization WHERE list_contains($ids, launch_id)",
+        {"ids": ids}).fetchall()}
     util = _utilization(con, ids)
     return [
-        KernelAnalysis(s, ws.get(s.launch_id), tuple(roles.get(s.launch_id, [])), verdicts[s.launch_id].findings,
-                       tuple(util.get(s.launch_id, [])))
+        KernelAnalysis(s, ws.get(s.launch_id, (None, None))[0], tuple(roles.get(s.launch_id, [])),
+                       verdicts[s.launch_id].findings, tuple(util.get(s.launch_id, [])),
+                       ws.get(s.launch_id, (None, None))[1])
         for s in summaries
     ]

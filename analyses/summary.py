@@ -7,8 +7,9 @@ their verdicts beside it. Arithmetic and grouping happen in SQL (`launches.sql`,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 import duckdb
 
@@ -96,6 +97,12 @@ class LaunchSummary:
     ncu_rules: tuple[NcuRule, ...] = field(default=())
 
 
+def finite(v: Any) -> Any:
+    """A figure Nsight Compute could not compute (NaN, inf: e.g. a launch collected
+    without launch statistics) is a missing value, None, never a number."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
 def summarize(con: duckdb.DuckDBPyConnection, kernel: str | None = None,
               launch_ids: Iterable[int] | None = None) -> list[LaunchSummary]:
     """Summaries of the launches `launch_ids` (default: every launch in the store),
@@ -104,7 +111,7 @@ def summarize(con: duckdb.DuckDBPyConnection, kernel: str | None = None,
     ids = None if launch_ids is None else sorted(set(launch_ids))
     rows = con.execute(read_query("launches.sql"), {"kernel": kernel, "ids": ids}).fetchall()
     cols = [d[0] for d in con.description]
-    launches = [dict(zip(cols, r)) for r in rows]
+    launches = [{c: finite(v) for c, v in zip(cols, r)} for r in rows]
     if not launches:
         return []
     ids = [l["launch_id"] for l in launches]

@@ -19,8 +19,8 @@ import altair as alt
 from wsperf.analyses.analyze import KernelAnalysis
 from wsperf.analyses.compare import CompareResult, KernelComparison
 from wsperf.cli import charts as ch
-from wsperf.cli.render import dims, duration, plain
-from wsperf.collectors.errors import InputError
+from wsperf.cli.render import dims, duration, plain, regs_smem, ws_text
+from wsperf.collectors.files import check_output, write_output
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
@@ -99,8 +99,7 @@ def _summary(a: KernelAnalysis) -> str:
     rows: list[tuple[str, object]] = [
         ("kernel", s.demangled), ("report", s.report), ("device", f"{s.device or 'unknown'} ({s.arch or '?'})"),
         ("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {cluster}"),
-        ("registers / smem", f"{s.registers_per_thread} per thread / {s.static_smem_bytes} B static + "
-                             f"{s.dynamic_smem_bytes} B dynamic"),
+        ("registers / smem", regs_smem(s)),
         ("duration", duration(s.duration_ns)),
     ]
     if f.known:
@@ -109,18 +108,18 @@ def _summary(a: KernelAnalysis) -> str:
                  ("cluster barrier", _yes(f.cluster_barrier)), ("local memory", _yes(f.local_memory))]
     else:
         rows.append(("instructions", "unknown: the report has no source counters or instruction statistics"))
-    rows.append(("warp-specialized", _yes(a.warp_specialized)))
+    rows.append(("warp-specialized", ws_text(a)))
     return _kv(rows)
 
 
 def _roles(a: KernelAnalysis) -> str:
     if not a.roles:
         return ""
-    rows = [[_e(r.role), _fmt(r.instructions), _fmt(r.executed), _fmt(r.samples),
+    rows = [[_e(a.role_label(r.role)), _fmt(r.instructions), _fmt(r.executed), _fmt(r.samples),
              "n/a" if r.wait_share is None else f"{100 * r.wait_share:.1f}%",
              _e(", ".join(f"{reason} {n:,}" for reason, n in r.top_stalls))] for r in a.roles]
-    return "<h3>Roles (PC sampling)</h3>\n" + _table(
-        ["role", "instructions", "executed", "samples", "waiting on mbarrier", "top stalls"], rows, (1, 2, 3, 4))
+    return f"<h3>{_e(a.roles_title().capitalize())}</h3>\n" + _table(
+        ["role" if a.warp_specialized else "code", "instructions", "executed", "samples", "waiting on mbarrier", "top stalls"], rows, (1, 2, 3, 4))
 
 
 def _findings(a: KernelAnalysis) -> str:
@@ -144,6 +143,21 @@ def _ncu_rules(a: KernelAnalysis) -> str:
                                                       rows, (4,))
 
 
+# The headline's class: red for a finding, green only when hypotheses were ruled out on
+# evidence, amber when every verdict lacked data (never green: no evidence is not good news).
+_OUTCOME_CLASS = {"confirmed": "confirmed", "clear": "rejected", "no_data": "no_data"}
+
+
+def headline(a: KernelAnalysis) -> str:
+    """The launch's one-line outcome as an HTML span (the same words as text and Markdown)."""
+    return f'<span class="{_OUTCOME_CLASS[a.outcome.value]}">{_e(a.headline())}</span>'
+
+
+def _look_next(a: KernelAnalysis) -> str:
+    lines = a.look_next()
+    return f'<ul class="look-next">{"".join(f"<li>{_e(x)}</li>" for x in lines)}</ul>\n' if lines else ""
+
+
 def analysis_page(analyses: list[KernelAnalysis], with_charts: bool = True) -> str:
     """The `wsperf analyze --html` page: per launch, its summary, roles, verdicts, charts
     and Nsight Compute's rules."""
@@ -152,16 +166,14 @@ def analysis_page(analyses: list[KernelAnalysis], with_charts: bool = True) -> s
     any_chart = False
     for a in analyses:
         s = a.summary
-        confirmed = [f.id for f in a.findings if f.status.value == "confirmed"]
         anchor = f"launch-{s.launch_id}"
         toc.append(f'<li><a href="#{anchor}">launch {s.launch_id}: {_e(s.name)}</a> '
                    f'<span class="muted">{_e(duration(s.duration_ns))}</span> '
-                   + (f'<span class="confirmed">{_e(", ".join(confirmed))}</span>' if confirmed
-                      else '<span class="rejected">no hypothesis confirmed</span>') + "</li>")
+                   + headline(a) + "</li>")
         charts = ch.analysis_charts([a]) if with_charts else {}
         any_chart |= bool(charts)
         sections.append(f'<section id="{anchor}">\n<h2>launch {s.launch_id}: {_e(s.name)}</h2>\n'
-                        + _summary(a) + _findings(a) + _roles(a)
+                        + _summary(a) + f"<p>{headline(a)}</p>\n" + _look_next(a) + _findings(a) + _roles(a)
                         + ("<h3>Charts</h3>\n" + _charts(charts) if charts else "") + _ncu_rules(a) + "</section>\n")
     title = f"wsperf analyze: {len(analyses)} launch{'es' if len(analyses) != 1 else ''}"
     return _page(title, f"<ul>{''.join(toc)}</ul>\n" + "".join(sections), any_chart)
@@ -213,17 +225,11 @@ def compare_page(result: CompareResult, charts: dict[str, alt.TopLevelMixin] | N
 def check_page_path(path: Path) -> Path:
     """Refuse a page path that is a directory, before any work is done."""
     path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory; give --html a file name such as report.html")
+    check_output(path, what="the HTML page (--html report.html)")
     return path
 
 
 def write_page(page: str, path: Path) -> Path:
     """Write a page; a path that cannot be written is an InputError naming it."""
-    path = check_page_path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{path}: cannot write the HTML page ({e.strerror}); give a writable path") from None
-    return path
+    # A temporary file renamed into place: never through a link, never left truncated.
+    return write_output(check_page_path(path), page, what="the HTML page")

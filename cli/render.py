@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import re
 from typing import Any, Iterable
 
@@ -91,9 +92,12 @@ class OutputFormat(str, enum.Enum):
 
 
 _STATUS_STYLE = {"confirmed": "bold red", "rejected": "green", "no_data": "yellow"}
+# A launch's headline: a finding is red, nothing found on evidence green, no data yellow
+# (never green: no evidence is not good news).
+_OUTCOME_STYLE = {"confirmed": "bold red", "clear": "green", "no_data": "yellow"}
 
 
-def _summary_table(s: LaunchSummary, ws: bool | None) -> Table:
+def _summary_table(s: LaunchSummary, ws: str) -> Table:
     t = Table(title=Text.assemble(("launch ", "bold"), (str(s.launch_id), "bold"), "  ", plain(s.name)),
               show_header=False, title_justify="left", box=None, pad_edge=False)
     t.add_column(style="cyan", no_wrap=True)
@@ -102,21 +106,34 @@ def _summary_table(s: LaunchSummary, ws: bool | None) -> Table:
     t.add_row("report", plain(s.report))
     t.add_row("device", plain(f"{s.device or 'unknown'} ({s.arch or '?'})"))
     t.add_row("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {_cluster(s)}")
-    t.add_row("registers / smem", f"{s.registers_per_thread} per thread / "
-              f"{s.static_smem_bytes} B static + {s.dynamic_smem_bytes} B dynamic")
+    t.add_row("registers / smem", regs_smem(s))
     t.add_row("duration", duration(s.duration_ns))
     for k, v in _families_line(s):
         t.add_row(k, v)
-    t.add_row("warp-specialized", _yes(ws))
+    t.add_row("warp-specialized", ws)
     return t
 
 
+def regs_smem(s: LaunchSummary) -> str:
+    return (f"{_num(s.registers_per_thread)} per thread / {_num(s.static_smem_bytes)} B static + "
+            f"{_num(s.dynamic_smem_bytes)} B dynamic")
+
+
+def ws_text(a: KernelAnalysis) -> str:
+    """warp-specialized yes/no/unknown, saying when it rests on the code alone."""
+    if a.warp_specialized is not None and a.warp_specialized_basis == "static":
+        return _yes(a.warp_specialized) + (" (static: producer and consumer code paths in the SASS)"
+                                           if a.warp_specialized else " (static: one code path holds the work)")
+    return _yes(a.warp_specialized)
+
+
 def _roles_table(a: KernelAnalysis) -> Table:
-    t = Table(title="roles (PC sampling)", title_justify="left")
-    for c in ("role", "instructions", "executed", "samples", "waiting on mbarrier", "top stalls"):
-        t.add_column(c, justify="left" if c in ("role", "top stalls") else "right")
+    t = Table(title=a.roles_title(), title_justify="left")
+    for c in ("role" if a.warp_specialized else "code", "instructions", "executed", "samples",
+              "waiting on mbarrier", "top stalls"):
+        t.add_column(c, justify="left" if c in ("role", "code", "top stalls") else "right")
     for r in a.roles:
-        t.add_row(r.role, str(r.instructions), _num(r.executed), _num(r.samples),
+        t.add_row(a.role_label(r.role), str(r.instructions), _num(r.executed), _num(r.samples),
                   "n/a" if r.wait_share is None else f"{100 * r.wait_share:.1f}%",
                   plain(", ".join(f"{reason} {n}" for reason, n in r.top_stalls)))
     return t
@@ -138,10 +155,13 @@ def _num(v: int | None) -> str:
 
 def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:
     for a in analyses:
-        console.print(_summary_table(a.summary, a.warp_specialized))
+        console.print(_summary_table(a.summary, ws_text(a)))
         if a.roles:
             console.print(_roles_table(a))
         console.print(_findings_table(a))
+        console.print(Text(a.headline(), style=_OUTCOME_STYLE[a.outcome.value]))
+        for line in a.look_next():
+            console.print(plain(line))
         for f in a.findings:
             if f.status.value == "confirmed":
                 console.print(Text.assemble(("remedy ", "bold"), (f.id, "bold red"), ": ", plain(f.remedy)))
@@ -149,6 +169,8 @@ def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:
 
 
 def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None  # JSON has no NaN; strict parsers reject it
     if dataclasses.is_dataclass(obj):
         return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, enum.Enum):
@@ -161,7 +183,7 @@ def _jsonable(obj: Any) -> Any:
 
 
 def analyses_json(analyses: list[KernelAnalysis]) -> str:
-    return json.dumps({"kernels": [_analysis_dict(a) for a in analyses]}, indent=2, default=str)
+    return json.dumps({"kernels": [_analysis_dict(a) for a in analyses]}, indent=2, default=str, allow_nan=False)
 
 
 def _analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
@@ -180,10 +202,14 @@ def _analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
         "registers_per_thread": s.registers_per_thread,
         "static_smem_bytes": s.static_smem_bytes,
         "dynamic_smem_bytes": s.dynamic_smem_bytes,
-        "duration_ns": s.duration_ns,
+        "duration_ns": _jsonable(s.duration_ns),
         "families": _jsonable(s.families),
         "warp_specialized": a.warp_specialized,
-        "roles": [dict(_jsonable(r), top_stalls=[{"reason": x, "samples": n} for x, n in r.top_stalls])
+        "warp_specialized_basis": a.warp_specialized_basis,
+        "outcome": a.outcome.value,
+        "headline": a.headline(),
+        "look_next": a.look_next(),
+        "roles": [dict(_jsonable(r), label=a.role_label(r.role), top_stalls=[{"reason": x, "samples": n} for x, n in r.top_stalls])
                   for r in a.roles],
         "findings": [{"id": f.id, "status": f.status.value, "summary": f.summary,
                       "evidence": _jsonable(f.evidence), "remedy": f.remedy} for f in a.findings],
@@ -192,19 +218,20 @@ def _analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
 
 
 def analyses_markdown(analyses: list[KernelAnalysis]) -> str:
-    out = ["| launch | kernel | grid / block / cluster | duration | tensor | copies | warp-specialized | confirmed |",
+    out = ["| launch | kernel | grid / block / cluster | duration | tensor | copies | warp-specialized | verdict |",
            "| ---: | --- | --- | ---: | --- | --- | --- | --- |"]
     for a in analyses:
         s, f = a.summary, a.summary.families
-        confirmed = ", ".join(x.id for x in a.findings if x.status.value == "confirmed") or "none"
+        confirmed = md(a.headline())
         out.append(
             f"| {s.launch_id} | {md(s.name)} | {dims(s.grid)} / {dims(s.block)} / {_cluster(s)} | "
-            f"{duration(s.duration_ns)} | {f.tensor} | {_copies(f)} | {_yes(a.warp_specialized)} | {confirmed} |"
+            f"{duration(s.duration_ns)} | {f.tensor} | {_copies(f)} | {md(ws_text(a))} | {confirmed} |"
         )
     for a in analyses:
         out += ["", f"### launch {a.summary.launch_id}: {md(a.summary.name)}", "",
                 "| hypothesis | verdict | evidence |", "| --- | --- | --- |"]
         out += [f"| {f.id} | **{f.status.value}** | {md(f.summary)} |" for f in a.findings]
+        out += ["", *[f"- {md(line)}" for line in a.look_next()]] if a.look_next() else []
         for f in a.findings:
             if f.status.value == "confirmed":
                 out += ["", f"*Remedy for {f.id}:* {md(f.remedy)}"]

@@ -7,12 +7,23 @@ evidence:
   - reports.arch: sm_90 offers wgmma and TMA; sm_100/101/103/110 offer tcgen05 and TMA; older and sm_120 offer mma.sync
   - mbarrier phase waits executed (SYNCS.PHASECHK): a pipeline built for asynchronous copies
   - --expect from the user: tma, tensor-core (the arch's best MMA), wgmma, tcgen05, setmaxnreg, warp-specialized
+  - opcodes (executed): FFMA share of all instructions, shared-memory reads (LDS/LDSM) per output store
+    (STG/UTMASTG/RED): the shape of a matrix product on FP32 FMA, an inference (basis assumption)
 threshold:
   expect: []   # filled from --expect / the config file; listed here so the catalogue names it
+  # Without --expect, FP32 FMA reads as matrix work when FFMA is at least this share of the
+  # executed instructions...
+  min_ffma_share: 0.25
+  # ...and each output store is fed by at least this many shared-memory reads: a tile
+  # reused along K. A streaming kernel reads each staged element once or twice per store.
+  min_smem_reads_per_store: 16
 measured: |
   confirmed by the kernel itself: gemm_wgmma_cpasync (mbarrier pipeline fed by cp.async on sm_90, no TMA),
   ws_stream_producer (mbarrier pipeline fed by LDG+STS, no TMA).
-  confirmed by --expect tensor-core: gemm_ffma (FFMA only). rejected: gemm_wgmma_tma, triton_matmul,
+  confirmed by --expect tensor-core: gemm_ffma (FFMA only). confirmed without --expect (matrix-product
+  shape, an assumption): gemm_ffma, FFMA 76% of instructions, 256 LDS per STG. Streaming FMA chains stay
+  rejected: ws_stream_consumer (FFMA ~100%, 1 LDS per STG), ws_stream_producer and ws_stream_healthy
+  (1 LDS per STG), multi_launch (FFMA <= 33%, no LDS in the FFMA kernels). rejected: gemm_wgmma_tma, triton_matmul,
   torch_mm (wgmma + TMA on sm_90), ws_stream_healthy (bulk copies), multi_launch kernels (no MMA, no mbarrier).
   static (fixtures/cubins, tests/test_inspect.py): confirmed by --expect tensor-core for tcgen05_fallback
   (mma.sync on sm_100a) and gemm_ffma (sm_90a); rejected for tcgen05_gemm (UTCHMMA + UTMALDG) and gemm_ws.
@@ -62,6 +73,18 @@ waits AS (
     WHERE opcode_full LIKE 'SYNCS.PHASECHK%' AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
+mix AS (
+    -- Executed instructions by opcode (InstructionStats): how much of the work is FP32
+    -- FMA, and how often shared memory is read per result written out.
+    SELECT launch_id,
+           sum(executed) AS instructions,
+           coalesce(sum(executed) FILTER (WHERE opcode = 'FFMA'), 0) AS ffma,
+           coalesce(sum(executed) FILTER (WHERE opcode IN ('LDS', 'LDSM')), 0) AS smem_reads,
+           coalesce(sum(executed) FILTER (WHERE opcode IN ('STG', 'UTMASTG', 'RED', 'REDG')), 0) AS out_stores
+    FROM opcodes
+    WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
+    GROUP BY launch_id
+),
 data AS (
     SELECT DISTINCT launch_id FROM opcodes WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
@@ -87,6 +110,12 @@ v AS (
         coalesce(f.uses_cp_async, false) OR coalesce(f.uses_ld_st, false) AS uses_staged_copies,
         coalesce(f.uses_setmaxnreg, false) AS uses_setmaxnreg,
         coalesce(wt.mbarrier_waits, 0) AS mbarrier_waits,
+        round(m.ffma / nullif(m.instructions, 0), 3) AS ffma_share,
+        round(m.smem_reads / nullif(m.out_stores, 0), 1) AS smem_reads_per_store,
+        -- The matrix-product shape on FP32 FMA: inferred from the instruction mix, so an
+        -- assumption (a GEMV or a dot product has it too); --expect tensor-core asserts it.
+        st.launch_id IS NULL AND f.uses_ffma AND coalesce(m.ffma / nullif(m.instructions, 0), 0) >= $min_ffma_share
+            AND coalesce(m.smem_reads / nullif(m.out_stores, 0), 0) >= $min_smem_reads_per_store AS ffma_matrix_shape,
         -- Static SASS: separate producer and consumer code paths exist.
         CASE WHEN st.launch_id IS NOT NULL THEN coalesce(st.has_both_roles, false) ELSE w.warp_specialized END
             AS warp_specialized
@@ -94,6 +123,7 @@ v AS (
     JOIN reports AS r USING (report_id)
     LEFT JOIN fam AS f USING (launch_id)
     LEFT JOIN waits AS wt USING (launch_id)
+    LEFT JOIN mix AS m USING (launch_id)
     LEFT JOIN data AS d USING (launch_id)
     LEFT JOIN static AS st USING (launch_id)
     LEFT JOIN warp_specialization AS w USING (launch_id)
@@ -105,6 +135,12 @@ g AS (
         list_filter([
             CASE WHEN tensor_path = 'mma.sync' AND best_tensor <> 'mma.sync'
                  THEN printf('matrix work on mma.sync (HMMA) where %s offers %s', arch, best_tensor) END,
+            CASE WHEN ffma_matrix_shape AND tensor_path = 'none'
+                      AND NOT list_has_any($expect, ['tensor-core', 'wgmma', 'tcgen05'])
+                 THEN printf('matrix work on FP32 FFMA where %s offers %s (assumption: FFMA is %.0f%% of instructions, '
+                             '%.0f shared-memory reads per output store: the shape of a matrix product; '
+                             '--expect tensor-core asserts it)', arch, best_tensor, 100 * ffma_share,
+                             smem_reads_per_store) END,
             CASE WHEN list_contains($expect, 'tensor-core') AND tensor_path <> best_tensor
                  THEN printf('expected tensor cores (%s on %s), found %s', best_tensor, arch, tensor_path) END,
             CASE WHEN list_contains($expect, 'wgmma') AND tensor_path <> 'wgmma'
@@ -138,6 +174,11 @@ SELECT
     copy_paths,
     mbarrier_waits,
     uses_setmaxnreg,
+    ffma_share,
+    smem_reads_per_store,
+    -- 'assumption' when the verdict rests on the inferred matrix-product shape
+    CASE WHEN ffma_matrix_shape AND tensor_path = 'none' AND NOT list_has_any($expect, ['tensor-core', 'wgmma', 'tcgen05'])
+         THEN 'assumption' WHEN has_data THEN 'evidence' END AS basis,
     is_static AS static_sass,
     gaps
 FROM g

@@ -284,15 +284,27 @@ SELECT
 FROM roles
 GROUP BY launch_id;
 
--- Whether each launch is warp-specialized: both a producer and a consumer path executed.
--- NULL when the report has no SASS (no source counters) for the launch, and for static
--- SASS (`wsperf inspect`), where nothing executed.
+-- Whether each launch is warp-specialized. In a profile: both a producer and a consumer
+-- path executed. In static SASS (`wsperf inspect`, nothing executed): the code holds both
+-- paths, recovered from the warp-index branches. NULL when the launch has no SASS (no
+-- source counters in the report).
 CREATE OR REPLACE VIEW warp_specialization AS
+WITH per_launch AS (
+    SELECT l.launch_id,
+           EXISTS (SELECT 1 FROM role_pcs AS p WHERE p.launch_id = l.launch_id) AS has_roles,
+           EXISTS (SELECT 1 FROM sass AS s WHERE s.launch_id = l.launch_id AND s.inst_executed IS NOT NULL)
+               AS has_counts
+    FROM launches AS l
+)
 SELECT
-    l.launch_id,
-    CASE WHEN NOT EXISTS (SELECT 1 FROM role_pcs AS p WHERE p.launch_id = l.launch_id) THEN NULL
-         WHEN NOT EXISTS (SELECT 1 FROM sass AS s WHERE s.launch_id = l.launch_id AND s.inst_executed IS NOT NULL) THEN NULL
-         ELSE coalesce((SELECT sum(executed) FROM roles AS r WHERE r.launch_id = l.launch_id AND r.role = 'producer'), 0) > 0
-          AND coalesce((SELECT sum(executed) FROM roles AS r WHERE r.launch_id = l.launch_id AND r.role = 'consumer'), 0) > 0
-    END AS warp_specialized
-FROM launches AS l;
+    launch_id,
+    CASE WHEN NOT has_roles THEN NULL
+         WHEN NOT has_counts THEN
+              EXISTS (SELECT 1 FROM role_pcs AS p WHERE p.launch_id = pl.launch_id AND p.role = 'producer')
+          AND EXISTS (SELECT 1 FROM role_pcs AS p WHERE p.launch_id = pl.launch_id AND p.role = 'consumer')
+         ELSE coalesce((SELECT sum(executed) FROM roles AS r WHERE r.launch_id = pl.launch_id AND r.role = 'producer'), 0) > 0
+          AND coalesce((SELECT sum(executed) FROM roles AS r WHERE r.launch_id = pl.launch_id AND r.role = 'consumer'), 0) > 0
+    END AS warp_specialized,
+    -- what decided: 'executed' (a profile's counts), 'static' (code paths only), NULL
+    CASE WHEN NOT has_roles THEN NULL WHEN has_counts THEN 'executed' ELSE 'static' END AS basis
+FROM per_launch AS pl;

@@ -68,6 +68,8 @@ def test_case(analyzed, hid, case):
         (f,) = [f for f in verdicts[lid].findings if f.id == hid]
         assert f.status is Status(case["status"]), (case["why"], f.summary, f.evidence)
         assert f.summary
+        for k, v in case.get("evidence", {}).items():  # the figures the verdict rests on
+            assert f.evidence[k] == v, (k, f.evidence)
         if f.status is Status.no_data:
             assert "collect" in f.summary  # says which section to collect
 

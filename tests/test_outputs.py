@@ -1,0 +1,106 @@
+"""What a reader sees: missing figures are null/n/a (never NaN), a launch with no evidence
+is never shown as good, role labels agree with the warp-specialized line, and a launch
+where nothing is confirmed says what was ruled out and where to look next. On the real
+fixture reports."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from wsperf.analyses.analyze import Outcome, analyze
+from wsperf.cli import html, render
+from wsperf.collectors.ncu import load_reports
+from wsperf.collectors.store import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "fixtures" / "reports"
+
+
+def _strict(text: str):
+    """json.loads that refuses NaN/Infinity, as JSON.parse and other strict parsers do."""
+    def bad(c):
+        raise ValueError(f"not JSON: {c}")
+    return json.loads(text, parse_constant=bad)
+
+
+def _text(results) -> str:
+    buf = io.StringIO()
+    render.analyses_text(results, Console(file=buf, width=200, highlight=False))
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def no_launch_stats():
+    """gemm_wgmma_tma_basic (default section set: no instruction statistics) as a report
+    collected without launch statistics reads: ncu's figures NaN, the launch shape absent
+    (a public H800 flash_fwd_kernel report looked like this)."""
+    con = open_store(None)
+    load_reports(con, [REPORTS / "gemm_wgmma_tma_basic.ncu-rep"])
+    con.execute("""UPDATE launches SET duration_ns = 'NaN'::DOUBLE, elapsed_cycles = 'NaN'::DOUBLE,
+                   registers_per_thread = NULL, static_smem_bytes = NULL, dynamic_smem_bytes = NULL,
+                   waves_per_sm = NULL, sm_count = NULL, theoretical_occupancy_pct = NULL,
+                   achieved_occupancy_pct = NULL, grid_size = NULL""")
+    con.execute("DELETE FROM metrics")
+    return analyze(con)
+
+
+def test_missing_figures_are_null_in_json_and_na_in_text(no_launch_stats):
+    (k,) = _strict(render.analyses_json(no_launch_stats))["kernels"]
+    assert k["duration_ns"] is None and k["registers_per_thread"] is None
+    text, md = _text(no_launch_stats), render.analyses_markdown(no_launch_stats)
+    for out in (text, md):
+        assert "nan" not in out.lower().replace("nanosleep", "") and "None" not in out
+    assert "n/a per thread / n/a B static + n/a B dynamic" in text
+    assert "duration" in text and "n/a" in text
+
+
+def test_a_launch_with_only_no_data_is_never_shown_as_good(no_launch_stats):
+    (a,) = no_launch_stats
+    assert {f.status.value for f in a.findings} == {"no_data"}
+    assert a.outcome is Outcome.no_data
+    k = _strict(render.analyses_json(no_launch_stats))["kernels"][0]
+    assert k["outcome"] == "no_data" and k["headline"].startswith("no verdict")
+    assert "no verdict" in _text(no_launch_stats) and "no verdict" in render.analyses_markdown(no_launch_stats)
+    page = html.analysis_page(no_launch_stats, with_charts=False)
+    assert "no hypothesis confirmed" not in page
+    assert '<span class="no_data">no verdict' in page and '<span class="rejected">no verdict' not in page
+
+
+@pytest.fixture(scope="module")
+def fixtures_analyzed():
+    con = open_store(None)
+    load_reports(con, [REPORTS / f"{n}.ncu-rep" for n in ("gemm_ffma", "gemm_wgmma_tma", "ws_stream_healthy")])
+    return {a.summary.name: a for a in analyze(con)}
+
+
+def test_role_labels_agree_with_warp_specialization(fixtures_analyzed):
+    ffma, ws = fixtures_analyzed["gemm_ffma"], fixtures_analyzed["gemm_ws"]
+    assert ffma.warp_specialized is False and ws.warp_specialized is True
+    assert ws.warp_specialized_basis == "executed"
+    ffma_text, ws_text = _text([ffma]), _text([ws])
+    # A kernel that is not warp-specialized lists code paths, not producer/consumer roles.
+    assert "warp-specialized        no" in ffma_text
+    table = ffma_text[ffma_text.index("code paths"):ffma_text.index("hypotheses")]
+    assert "consumer" not in table and "producer" not in table
+    assert "code paths (from SASS, with PC samples)" in ffma_text and "common code" in ffma_text
+    assert "roles (from SASS, with PC samples)" in ws_text and "PC sampling)" not in ws_text
+    j = _strict(render.analyses_json([ffma]))["kernels"][0]
+    assert [r["label"] for r in j["roles"]] == ["common code"] and j["warp_specialized_basis"] == "executed"
+
+
+def test_nothing_confirmed_says_what_was_ruled_out_and_where_to_look(fixtures_analyzed):
+    a = fixtures_analyzed["ws_stream"]
+    assert a.outcome is Outcome.clear
+    lines = a.look_next()
+    assert lines[0].startswith("ruled out: ") and "producer-bound" in lines[0]
+    assert any(x.startswith("look next: ") and "% of peak" in x for x in lines)
+    text = _text([a])
+    assert "no hypothesis confirmed" in text and lines[-1][:40] in text
+    assert "look next" in render.analyses_markdown([a])
+    # A confirmed finding needs no such line.
+    assert fixtures_analyzed["gemm_ffma"].look_next() == []
