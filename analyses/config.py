@@ -15,6 +15,7 @@ loudly instead of silently keeping the default.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 
 from wsperf.analyses.hypotheses import catalogue, check_expectations
 from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import read_input
 
 
 # `[compare.thresholds]` keys and their defaults. Figure thresholds are the minimum
@@ -43,6 +45,10 @@ COMPARE_DEFAULTS: dict[str, float] = {
     "share_points": 2.0,            # ... and a share must also move this many percentage points
     "executed": 1.0,                # tolerance on executed instructions per family (deterministic kernels)
 }
+# Thresholds that are percentages of a whole (not relative changes, which may exceed 100%).
+_AT_MOST_100 = ("share_points",)
+# A config file is a few hundred bytes; a bigger one is not one (or is /dev/zero-like).
+MAX_CONFIG_BYTES = 1 << 20
 # Figures that come in several names, settable one by one: 'wait_share:consumer',
 # 'executed:tma'.
 _PER_NAME = ("wait_share", "executed")
@@ -76,11 +82,10 @@ def load_config(path: Path | None, extra_expect: tuple[str, ...] = ()) -> Analys
     """The config at `path` (None: defaults), with `extra_expect` from the command line."""
     doc: dict[str, Any] = {}
     if path is not None:
+        data = read_input(path, kind="a wsperf config file (TOML)", limit=MAX_CONFIG_BYTES)
         try:
-            doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such config file") from None
-        except (OSError, UnicodeDecodeError) as e:
+            doc = tomllib.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as e:
             raise InputError(f"{path}: cannot read config file ({e})") from None
         except tomllib.TOMLDecodeError as e:
             raise InputError(f"{path}: not valid TOML ({e})") from None
@@ -109,10 +114,16 @@ def load_config(path: Path | None, extra_expect: tuple[str, ...] = ()) -> Analys
                              f"known: {', '.join(sorted(known[hid].thresholds))}")
         for name, v in values.items():
             default = known[hid].thresholds[name]
-            if isinstance(default, (int, float)) and not isinstance(default, bool) and \
-                    (isinstance(v, bool) or not isinstance(v, (int, float))):
-                raise InputError(f"{path}: thresholds.{hid}.{name} must be a number like its default "
-                                 f"{default!r}, not {v!r}")
+            if isinstance(default, (int, float)) and not isinstance(default, bool):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise InputError(f"{path}: thresholds.{hid}.{name} must be a number like its default "
+                                     f"{default!r} (finite), not {v!r}")
+                # Every numeric hypothesis threshold is a share (a fraction of samples,
+                # instructions or cycles): its default says so by lying in 0..1.
+                lo, hi = (0.0, 1.0) if 0 <= default <= 1 else (0.0, math.inf)
+                if not lo <= v <= hi:
+                    raise InputError(f"{path}: thresholds.{hid}.{name} must be between {lo:g} and {hi:g} (a share), "
+                                     f"not {v!r}")
         thresholds[hid] = dict(values)
     return AnalysisConfig(tuple(check_expectations([*expect, *extra_expect])), thresholds,
                           _compare_settings(path, doc.get("compare")))
@@ -131,8 +142,10 @@ def _compare_settings(path: Path | None, section: Any) -> CompareSettings:
         if key not in COMPARE_DEFAULTS and key.split(":", 1)[0] not in _PER_NAME:
             raise InputError(f"{path}: compare.thresholds has no {key!r}; known: {', '.join(COMPARE_DEFAULTS)} "
                              "(or a figure such as 'wait_share:consumer')")
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise InputError(f"{path}: compare.thresholds.{key} must be a number >= 0, not {v!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise InputError(f"{path}: compare.thresholds.{key} must be a finite number >= 0, not {v!r}")
+        if key.split(":", 1)[0] in _AT_MOST_100 and v > 100:
+            raise InputError(f"{path}: compare.thresholds.{key} is a percentage: at most 100, not {v!r}")
         out[key] = float(v)
     if not 0 < out["alpha"] < 1:
         raise InputError(f"{path}: compare.thresholds.alpha must be between 0 and 1, not {out['alpha']}")

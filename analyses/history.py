@@ -29,6 +29,7 @@ from typing import Iterable, Mapping
 
 import duckdb
 
+from wsperf.analyses.sql import check_kernel_regex
 from wsperf.collectors.errors import InputError, StoreError
 
 
@@ -294,7 +295,7 @@ def history(
     if not metric or _CONTROL.search(metric):
         raise InputError(f"--metric {metric!r}: give an ncu metric name, e.g. gpu__time_duration.sum, or duration_ns")
     _require_runs(con)
-    _check_regex(con, kernel)
+    check_kernel_regex(kernel)
     sql = _HISTORY_SQL.format(values=_VALUES_DURATION if metric == "duration_ns" else _VALUES_METRIC)
     params: dict[str, object] = {"tags": tags, "last": last, "kernel": kernel}
     if metric != "duration_ns":
@@ -317,16 +318,6 @@ def history(
                             "; give a metric name as `wsperf sql \"SELECT DISTINCT name FROM metrics\"` lists them, "
                             "or duration_ns"))
     return points
-
-
-def _check_regex(con: duckdb.DuckDBPyConnection, kernel: str | None) -> None:
-    if kernel is None:
-        return
-    try:
-        con.execute("SELECT regexp_matches('', $k)", {"k": kernel}).fetchall()
-    except duckdb.Error as e:
-        raise InputError(f"--kernel {kernel!r} is not a valid regular expression (RE2 syntax): "
-                         f"{str(e).strip().splitlines()[0]}") from None
 
 
 def _require_runs(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,4 +1,16 @@
-"""Run a user's SQL over the store and hand back a typed result."""
+"""Run a user's SQL over the store and hand back a typed result.
+
+The policy of `wsperf sql` (README, "Querying"): a user's query may read the wsperf
+tables and nothing else, and never changes a store it did not create in this call.
+- `--db FILE` is opened read-only (DuckDB refuses every write);
+- `--report R` is loaded into a new in-memory store, dropped at exit;
+- both at once are refused: to query new reports beside the history, record them first
+  (`wsperf analyze R --db FILE`);
+- before the query runs, DuckDB's external access is switched off and the configuration
+  locked (`sandbox`): no file is read or written outside the store (read_text,
+  read_csv, COPY ... TO, EXPORT DATABASE), no other database is attached, no extension
+  installed or loaded, and the query cannot switch any of it back on.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +18,21 @@ import csv
 import io
 import json
 import math
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
 
 import duckdb
 
+from wsperf.analyses.roles import build_roles
 from wsperf.collectors.errors import InputError, QueryError
+from wsperf.collectors.ncu import load_reports
+from wsperf.collectors.store import open_store
+
+Loader = Callable[[duckdb.DuckDBPyConnection, list], Any]
 
 
 @dataclass(frozen=True)
@@ -28,11 +48,13 @@ class QueryResult:
     def to_json(self) -> str:
         return json.dumps(self.records(), default=_json_default, allow_nan=False, indent=2)
 
-    def to_csv(self) -> str:
+    def to_csv(self, text: Callable[[str], str] = str) -> str:
+        """CSV with a header row; `text` is applied to every text cell and column name
+        (the CLI passes one that makes untrusted text inert)."""
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(self.columns)
-        w.writerows(self.rows)
+        w.writerow([text(c) for c in self.columns])
+        w.writerows([text(v) if isinstance(v, str) else v for v in r] for r in self.rows)
         return buf.getvalue()
 
 
@@ -62,6 +84,50 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> QueryResult:
     columns = [d[0] for d in cur.description]
     rows = [tuple(_finite(v) for v in r) for r in cur.fetchall()]
     return QueryResult(columns, rows)
+
+
+def sandbox(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Switch DuckDB's access to anything outside the open store off for good on `con`
+    (see the module docstring); returns `con`."""
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
+def query_store(db: str | os.PathLike[str] | None, reports: Sequence[str | os.PathLike[str]] = (),
+                load: Loader = load_reports) -> duckdb.DuckDBPyConnection:
+    """A sandboxed connection for a user's query: the store `db` read-only, or the
+    `reports` loaded (with `load(con, reports)`) into a new in-memory store."""
+    if db is None and not reports:
+        raise InputError("nothing to query: give --db FILE (from `wsperf analyze --db FILE`) or --report REPORT")
+    if db is not None and reports:
+        raise InputError("give --db or --report, not both: `wsperf sql` never writes a store it did not create; "
+                         f"record the reports first (`wsperf analyze REPORT --db {db}`), then query --db")
+    if db is not None:
+        return sandbox(open_store(db, read_only=True))
+    con = open_store(None)
+    try:
+        load(con, list(reports))
+        build_roles(con)  # the role tables for what was just loaded
+    except BaseException:
+        con.close()
+        raise
+    return sandbox(con)
+
+
+def matching(names: Iterable[str], kernel: str | None) -> list[str]:
+    """The `names` that the `--kernel` expression matches (RE2, as every other --kernel
+    filter: linear time, so no expression can hang wsperf), in order."""
+    names = list(names)
+    if kernel is None:
+        return names
+    check_kernel_regex(kernel)
+    with duckdb.connect() as con:
+        ((found,),) = con.execute("SELECT list_filter($n::VARCHAR[], lambda x: regexp_matches(x, $k))",
+                                  {"n": names, "k": kernel}).fetchall()
+    return list(found or [])
 
 
 def check_kernel_regex(kernel: str | None) -> None:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from wsperf.analyses.correctness import Basis, Item
+from wsperf.analyses.sql import check_kernel_regex, matching
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.ptx import Entry, Stmt, parse, read_ptx
 
@@ -118,12 +119,7 @@ class Worksheet:
 
 
 def worksheet(paths: list[Path], arch: str | None = None, kernel: str | None = None) -> Worksheet:
-    pattern = None
-    if kernel:
-        try:
-            pattern = re.compile(kernel)
-        except re.error as e:
-            raise InputError(f"--kernel {kernel!r}: not a regular expression ({e})") from None
+    check_kernel_regex(kernel)  # RE2, as every --kernel: no expression can hang the match
     sheets: list[KernelSheet] = []
     for p in paths:
         for label, text in read_ptx(p, arch):
@@ -131,7 +127,8 @@ def worksheet(paths: list[Path], arch: str | None = None, kernel: str | None = N
                 entries = parse(text)
             except InputError as e:
                 raise InputError(f"{p}: {e}") from None
-            sheets += [analyse(e, label) for e in entries if pattern is None or pattern.search(e.name)]
+            wanted = set(matching([e.name for e in entries], kernel or None))
+            sheets += [analyse(e, label) for e in entries if e.name in wanted]
     if not sheets:
         raise InputError(f"no kernel matches --kernel {kernel!r}" if kernel else "no kernel found")
     return Worksheet(tuple(sheets))

@@ -30,6 +30,7 @@ from wsperf.analyses.compare import Change, CompareResult
 from wsperf.analyses.history import HistoryPoint
 from wsperf.cli.render import md, plain
 from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import write_output
 
 # Chart file names are built here from launch ids and fixed words, never from kernel names.
 _NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -364,16 +365,9 @@ def write_charts(charts: dict[str, alt.TopLevelMixin], out_dir: Path) -> list[Pa
             f"{name}.svg": vl_convert.vegalite_to_svg(spec),
         }
         for fname, content in files.items():
-            p = out_dir / fname
-            try:
-                if isinstance(content, bytes):
-                    p.write_bytes(content)
-                else:
-                    p.write_text(content, encoding="utf-8")
-            except OSError as e:
-                raise InputError(f"{p}: cannot write the chart ({e.strerror}); give a writable --charts/--out "
-                                 "directory") from None
-            written.append(p)
+            # A temporary file renamed into place: a link planted at the name is replaced, not followed.
+            written.append(write_output(out_dir / fname, content, what="the chart (give a writable --charts/--out "
+                                        "directory)"))
     return written
 
 

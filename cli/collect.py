@@ -3,6 +3,7 @@ the same handoff rule and verdicts as `wsperf analyze BUNDLE`."""
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Optional
@@ -18,6 +19,8 @@ from wsperf.collectors.collect import CollectError, Options as CollectOptions, c
 from wsperf.collectors.errors import ExitCode, InputError
 from wsperf.collectors.sanitizer import TOOLS as SANITIZER_TOOLS
 from wsperf.collectors.store import open_store
+
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # --timeout: a week is longer than any repro is allowed to run
 
 
 def collect(
@@ -38,8 +41,9 @@ def collect(
     Sanitizer errors -> the correctness report (exit 3, no profile); a hang -> cuda-gdb
     captures where every warp waits (exit 4); clean -> the verdicts (exit 0)."""
     with error_boundary():
-        if timeout <= 0 or launch_count < 1:
-            raise InputError("--timeout must be > 0 and --launch-count >= 1")
+        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S) or launch_count < 1:
+            raise InputError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, and "
+                             "--launch-count >= 1")
         opts = CollectOptions(out_dir or Path(f"wsperf-bundle-{time.strftime('%Y%m%d-%H%M%S')}"), timeout,
                               tuple(t.strip() for t in tools.split(",") if t.strip()), kernel, launch_count,
                               not no_profile)

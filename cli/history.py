@@ -178,9 +178,11 @@ def history_csv(points: list[HistoryPoint]) -> str:
 
 def _csv_cell(v: object) -> object:
     # A cell starting with =, +, - or @ is a formula to a spreadsheet: labels and kernel
-    # names are untrusted text, so such a cell is quoted as text.
-    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@"):
-        return "'" + v
+    # names are untrusted text, so such a cell is quoted as text. Control characters
+    # (ANSI escapes, C1 CSI, bidirectional overrides) are dropped, as in the tables.
+    if isinstance(v, str):
+        v = render.plain(v).plain
+        return "'" + v if v[:1] in ("=", "+", "-", "@") else v
     return "" if v is None else v
 
 

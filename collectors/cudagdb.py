@@ -34,6 +34,9 @@ from enum import StrEnum
 from pathlib import Path
 
 from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import GiB, read_input
+
+MAX_TEXT_BYTES = GiB  # a capture or a SASS dump (a few MiB in practice)
 
 Dim3 = tuple[int, int, int]
 
@@ -261,10 +264,9 @@ def read_cudagdb(path: str | os.PathLike[str]) -> HangCapture:
 
 
 def _read_text(path: str | os.PathLike[str]) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise CudaGdbOutputError(f"{path}: cannot read ({e.strerror or e})") from None
+    # A regular file, bounded: captures and SASS dumps are a few MiB.
+    return read_input(path, kind="a cuda-gdb capture or cuobjdump SASS dump", limit=MAX_TEXT_BYTES,
+                      error=CudaGdbOutputError).decode("utf-8", errors="replace")
 
 
 def parse_cudagdb(text: str, *, source: str = "<text>") -> HangCapture:

@@ -31,6 +31,7 @@ import duckdb
 
 from wsperf.collectors.environment import _wheel_binary
 from wsperf.collectors.errors import InputError, WsperfError
+from wsperf.collectors.files import GiB, input_stat, read_input
 from wsperf.collectors.ncu import _split_sass
 from wsperf.collectors.store import transaction
 
@@ -38,6 +39,7 @@ TOOL_TIMEOUT_S = 120.0  # cuobjdump on a large library takes seconds; more is a 
 COMPILE_TIMEOUT_S = 600.0  # nvcc on one .cu file
 DEFAULT_CU_ARCH = "sm_90a"
 
+MAX_INPUT_BYTES = 2 * GiB  # a binary to inspect (its cubins are read whole)
 _ARCH = re.compile(r"^sm_(\d+)([a-z]?)$")
 _SECTION = re.compile(r"^\s*(?:arch = |code for )(sm_\w+)\s*$")
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
@@ -275,7 +277,7 @@ def disassemble(path: Path, arch: str | None = None) -> tuple[str, tuple[str, ..
 
 
 def _sha256(p: Path, salt: str = "") -> tuple[str, int]:
-    data = p.read_bytes()
+    data = read_input(p, kind="an executable, shared library, fatbin, .cubin or .cu file", limit=MAX_INPUT_BYTES)
     return hashlib.sha256(data + salt.encode()).hexdigest(), len(data)
 
 
@@ -286,11 +288,8 @@ def load_static(con: duckdb.DuckDBPyConnection, path: str | Path, arch: str | No
     p = Path(path)
     if arch is not None:
         arch_parts(arch)
-    if not p.exists():
-        raise InputError(f"{p}: no such file; check the path")
-    if p.is_dir():
-        raise InputError(f"{p}: is a directory; give an executable, shared library, fatbin, .cubin or .cu file")
-    if p.stat().st_size == 0:
+    # A regular file (a FIFO would hang cuobjdump), of bounded size.
+    if input_stat(p, kind="an executable, shared library, fatbin, .cubin or .cu file", limit=MAX_INPUT_BYTES).st_size == 0:
         raise InputError(f"{p}: is empty (0 bytes), not CUDA code")
     cuobjdump_version = _tool_version("cuobjdump")
     with tempfile.TemporaryDirectory(prefix="wsperf-inspect-") as tmp:

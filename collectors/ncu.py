@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import gzip
 import hashlib
 import json
 import os
@@ -44,8 +45,10 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
@@ -62,6 +65,7 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from wsperf.collectors.errors import ReportError
+from wsperf.collectors.files import open_input, why
 
 if TYPE_CHECKING:
     import duckdb
@@ -95,18 +99,14 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
     from wsperf.collectors.store import TABLES, transaction  # the reader processes never need DuckDB
 
     p = Path(path)
-    with tempfile.TemporaryDirectory(prefix="wsperf-ncu-") as tmp:
-        # A gzip-compressed report (CI artifacts often are; the compare fixtures are) is
-        # read from a decompressed copy; its identity is that of the report inside.
-        src = _gunzip(p, Path(tmp) / "report.ncu-rep") if _is_gzip(p) else p
-        if not _utf8(str(src.resolve())):
-            # ncu_report takes UTF-8 file names only (a name with other bytes is a
-            # TypeError in the reader): it opens a link with a plain name instead.
-            _hash_file(src)  # a missing or empty file is said as such first
-            link = Path(tmp) / "report.ncu-rep"
-            link.symlink_to(src.resolve())
-            src = link
-        digest, size = _hash_file(src, shown=p)
+    with _scratch(p) as tmp:
+        # The readers read a private copy, never the user's path: a report replaced or
+        # rewritten while it loads cannot mix the identity (sha256) of one file with the
+        # launches of another. A gzip-compressed report (CI artifacts often are; the
+        # compare fixtures are) is decompressed into that copy; its identity is that of
+        # the report inside.
+        src = Path(tmp) / "report.ncu-rep"
+        digest, size = _snapshot(p, src)
         # fetchall, not fetchone: DuckDB refuses other work on a connection whose result
         # was not read to the end.
         found = con.execute("SELECT report_id, num_launches FROM reports WHERE sha256 = ?", [digest]).fetchall()
@@ -176,68 +176,68 @@ _INSERTS = (
 )
 
 
-# A compressed report expands to at most this much (a decompression bomb is refused).
-MAX_GUNZIP_BYTES = 8 << 30
+# Limits on what a report can be: beyond them it is refused before it is read.
+MAX_REPORT_BYTES = 8 << 30  # on disk (the 1,000-launch report of the benchmarks is 312 MB)
+MAX_GUNZIP_BYTES = 8 << 30  # decompressed, for a .gz report (a decompression bomb is refused)
+REPORT_MAGIC = b"NVR\0"  # every .ncu-rep starts with it (see tests/corpus.py, concatenated_report)
+GZIP_MAGIC = b"\x1f\x8b"
+_KIND = "an Nsight Compute report (.ncu-rep or .ncu-rep.gz)"
+_CHUNK = 1 << 20
 
 
-def _is_gzip(p: Path) -> bool:
+@contextmanager
+def _scratch(p: Path) -> Iterator[str]:
+    """A private temporary directory for one load, removed afterwards (also on SIGTERM,
+    which the CLI turns into an exception)."""
     try:
-        with open(p, "rb") as f:
-            return f.read(2) == b"\x1f\x8b"
-    except OSError:
-        return False  # _hash_file says what is wrong with the path
-
-
-def _gunzip(p: Path, dest: Path) -> Path:
-    """Decompress the gzip file `p` to `dest`, refusing damaged or oversized input."""
-    import gzip
-    import zlib
-
-    written = 0
-    try:
-        with gzip.open(p, "rb") as f, open(dest, "wb") as out:
-            while chunk := f.read(1 << 20):
-                written += len(chunk)
-                if written > MAX_GUNZIP_BYTES:
-                    raise ReportError(f"{p}: expands to more than {MAX_GUNZIP_BYTES:,} bytes; "
-                                      "not a plausible compressed report")
-                out.write(chunk)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise ReportError(f"{p}: is a damaged or truncated gzip file ({e}); copy the report again") from None
+        tmp = tempfile.mkdtemp(prefix="wsperf-ncu-")
     except OSError as e:
-        raise ReportError(f"{p}: cannot decompress it ({e.strerror or e})") from None
-    return dest
+        raise ReportError(f"{p}: cannot make a temporary directory to load it ({why(e)}); "
+                          "check that TMPDIR is writable") from None
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _hash_file(src: Path, shown: Path | None = None) -> tuple[str, int]:
-    """SHA-256 and size of `src`; messages name `shown` (the user's path when `src` is a
-    decompressed copy)."""
-    p = shown or src
-    if src.is_dir():
-        raise ReportError(f"{p}: is a directory, not an Nsight Compute report (.ncu-rep)")
+def _snapshot(p: Path, dest: Path) -> tuple[str, int]:
+    """Copy the report at `p` (decompressing a .gz) to `dest`, returning the SHA-256 and
+    size of what was written. The file is checked first (a regular file, at most
+    MAX_REPORT_BYTES, starting with the report or gzip magic) and a .gz must decompress
+    to the report magic in its first MiB: nothing is hashed, copied or expanded before
+    the header says it is a report."""
     h = hashlib.sha256()
     size = 0
-    try:
-        with open(src, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-                size += len(chunk)
-    except FileNotFoundError:
-        raise ReportError(f"{p}: no such file; check the path") from None
-    except OSError as e:
-        raise ReportError(f"{p}: cannot read it ({e.strerror or e}); check its permissions") from None
+    with open_input(p, kind=_KIND, limit=MAX_REPORT_BYTES, magic=(REPORT_MAGIC, GZIP_MAGIC), error=ReportError) as f:
+        gz = f.read(2) == GZIP_MAGIC
+        f.seek(0)
+        try:
+            with open(dest, "wb") as out:
+                source = gzip.GzipFile(fileobj=f, mode="rb") if gz else f
+                first = True
+                while chunk := source.read(_CHUNK):
+                    if first and not chunk.startswith(REPORT_MAGIC[:len(chunk)]):
+                        raise ReportError(f"{p}: decompresses to something that is not {_KIND}" if gz
+                                          else f"{p}: is not {_KIND} (it does not start like one)")
+                    first = False
+                    size += len(chunk)
+                    if gz and size > MAX_GUNZIP_BYTES:
+                        raise ReportError(f"{p}: expands to more than {MAX_GUNZIP_BYTES:,} bytes; "
+                                          "not a plausible compressed report")
+                    h.update(chunk)
+                    out.write(chunk)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            raise ReportError(f"{p}: is a damaged or truncated gzip file ({e}); copy the report again") from None
+        except OSError as e:
+            where = "the temporary directory" if e.filename in (None, str(dest)) else p
+            raise ReportError(f"{p}: cannot copy it into {where} to read it ({why(e)}); free space there or "
+                              "point TMPDIR elsewhere") from None
     if size == 0:
-        what = "decompresses to nothing" if shown not in (None, src) else "is empty (0 bytes)"
+        what = "decompresses to nothing" if gz else "is empty (0 bytes)"
         raise ReportError(f"{p}: {what}, not an Nsight Compute report; collect it again with ncu -o")
+    if size < len(REPORT_MAGIC):
+        raise ReportError(f"{p}: is not {_KIND} (it is {size} bytes long)")
     return h.hexdigest(), size
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # undecodable bytes of a file name, kept as surrogates
-        return False
-    return True
 
 
 def _reader_count(size: int) -> int:
@@ -635,9 +635,11 @@ def _serve() -> int:
         channel.write(json.dumps(msg) + "\n")
 
     reader: _Reader | None = None
+    name = "the report"  # as the user named it, for messages
     warm = False  # this process has disassembled before
     for line in sys.stdin:
         msg = json.loads(line)
+        name = msg.get("name", name) if "open" in msg else name
         try:
             if "open" in msg:
                 reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"])
@@ -662,6 +664,10 @@ def _serve() -> int:
         except ReportError as e:
             reader = None
             emit(error=str(e))
+        except OSError as e:  # writing the staged tables: a full or unwritable TMPDIR
+            reader = None
+            emit(error=f"{name}: cannot stage its tables in the temporary directory ({why(e)}); free space there "
+                       "or point TMPDIR elsewhere")
     return 0
 
 

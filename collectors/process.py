@@ -23,7 +23,10 @@ import signal
 import subprocess
 import sys
 import threading
+import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -96,7 +99,9 @@ def run_bounded(argv: list[str], *, timeout: float, cwd: str | os.PathLike[str] 
     """Run `argv` under `timeout` seconds (see the module docstring). `stdout_file`:
     write stdout whole to that file (for NVIDIA's own tools, whose output is the
     product: a SASS dump, a capture), not bounded. Raises OSError when the program
-    cannot be started."""
+    cannot be started, ValueError for a timeout that is not a positive finite number."""
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be a positive finite number of seconds, not {timeout!r}")
     t0 = time.monotonic()
     reaping = _become_subreaper()
     before = _children() if reaping else set()
@@ -202,3 +207,38 @@ def _end_strays(known: set[int]) -> None:
 def save(data: bytes, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived (`timeout`, a CI runner cancelling a job, a closed
+    terminal). Raised in the main thread like KeyboardInterrupt is for SIGINT, so that
+    every `finally` runs: temporary copies are removed, a repro's process group is
+    killed (`run_bounded`), a store transaction is rolled back. Not an Exception: only the
+    CLI's boundary catches it, and turns it into exit 128 + signal (143 for SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def signals_as_exceptions() -> Iterator[None]:
+    """While inside, SIGTERM and SIGHUP raise Terminated in the main thread (SIGINT
+    already raises KeyboardInterrupt). Outside the main thread, or where a handler is
+    set already (an embedding program), nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    old = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            old[sig] = signal.signal(sig, raise_terminated)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

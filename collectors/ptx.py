@@ -33,6 +33,9 @@ from pathlib import Path
 
 from wsperf.collectors.disasm import DEFAULT_CU_ARCH, TOOL_TIMEOUT_S, _run, find_tool, run_nvcc
 from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import GiB, input_stat, open_input, read_input
+
+MAX_INPUT_BYTES = 2 * GiB  # PTX text or a binary holding it (bigger is not one kernel's code)
 
 # A block comment left open runs to the end of the text: matched in one pass (waiting
 # for a `*/` that never comes made every later `/*` rescan the rest: quadratic).
@@ -446,21 +449,20 @@ def _expand_calls(e: Entry, funcs: dict[str, Func], done: dict[str, Func], stack
 def read_ptx(path: Path, arch: str | None = None) -> list[tuple[str, str]]:
     """(label, PTX text) pairs for `path`: a .ptx file as is, a .cu file through
     `nvcc -ptx -arch=ARCH`, anything else through `cuobjdump -ptx`."""
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputError(f"{path}: a directory; give a .ptx, .cu, cubin, fatbin or binary file")
+    kind = "a .ptx, .cu, cubin, fatbin or binary file"
+    input_stat(path, kind=kind, limit=MAX_INPUT_BYTES)  # a regular file: a FIFO would hang nvcc or cuobjdump
     suffix = path.suffix.lower()
     if suffix == ".ptx":
-        text = path.read_text(errors="replace")
+        text = read_input(path, kind=kind, limit=MAX_INPUT_BYTES).decode(errors="replace")
         if "\0" in text:
             raise InputError(f"{path}: binary data, not PTX text")
         return [(str(path), text)]
     if suffix in (".cu", ".cuh"):
         return [(f"{path} (nvcc -ptx -arch={arch or DEFAULT_CU_ARCH})", compile_ptx(path, arch or DEFAULT_CU_ARCH))]
-    head = path.read_bytes()[:4096]
+    with open_input(path, kind=kind, limit=MAX_INPUT_BYTES) as f:
+        head = f.read(4096)
     if b"\0" not in head and re.search(rb"^\s*\.version\s+\d", head, re.M):
-        return [(str(path), path.read_text(errors="replace"))]
+        return [(str(path), read_input(path, kind=kind, limit=MAX_INPUT_BYTES).decode(errors="replace"))]
     return _embedded(path, arch)
 
 

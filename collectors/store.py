@@ -18,8 +18,10 @@ transactions, so the next open sees the store as of the last commit (tests/test_
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +30,8 @@ from pathlib import Path
 
 import duckdb
 
-from wsperf.collectors.errors import StoreError
+from wsperf.collectors.errors import InputError, StoreError
+from wsperf.collectors.files import open_input, why
 from wsperf.queries import schema_sql
 
 # Layout of the tables in schema.sql; bump when a column changes meaning or name.
@@ -64,16 +67,12 @@ def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = 
         if read_only:
             raise StoreError("an in-memory store cannot be opened read-only: give the path of a store file")
         con = duckdb.connect(":memory:")
-        _apply_schema(con, "the in-memory store")
+        _apply_schema(con, "the in-memory store", in_memory=True)
         return con
 
     p = Path(path)
-    if p.is_dir():
-        raise StoreError(f"{p}: is a directory, not a store file; give a file path such as {p / 'wsperf.duckdb'}")
-    if read_only and not p.exists():
-        raise StoreError(f"{p}: no such store; create it by loading a report into it first")
-    if not p.parent.is_dir():
-        raise StoreError(f"{p}: directory {p.parent} does not exist; create it first or pick another path")
+    lock_timeout = check_lock_timeout(lock_timeout)
+    _check_file(p, read_only)
     con = _connect(p, read_only, lock_timeout, on_wait)
     try:
         if read_only:
@@ -84,6 +83,58 @@ def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = 
         con.close()
         raise
     return con
+
+
+# What --lock-timeout may be (seconds): a week is longer than any CI job waits.
+MAX_LOCK_TIMEOUT_S = 7 * 24 * 3600.0
+
+
+def check_lock_timeout(seconds: float) -> float:
+    """`seconds` when it is a finite number of seconds in 0..MAX_LOCK_TIMEOUT_S (NaN
+    would make the wait endless), else InputError."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or not 0 <= seconds <= MAX_LOCK_TIMEOUT_S:
+        raise InputError(f"--lock-timeout {seconds!r}: give a number of seconds from 0 to {MAX_LOCK_TIMEOUT_S:g}")
+    return float(seconds)
+
+
+# A DuckDB database file: a 4 KiB header whose bytes 8..11 read "DUCK" (after an 8-byte checksum).
+_DUCKDB_MAGIC_AT, _DUCKDB_MAGIC = 8, b"DUCK"
+_NOT_A_STORE = "give a store written by wsperf (`wsperf analyze REPORT --db FILE`), or a new file name"
+
+
+def _check_file(p: Path, read_only: bool) -> bool:
+    """Refuse a path that is not a DuckDB file or a new/empty path, before DuckDB opens it
+    (DuckDB would open a Parquet, CSV or JSON file as an empty in-memory database, and
+    block on a FIFO). Returns True when the store is new: the file is absent or empty (an
+    empty file, e.g. from mktemp, is removed so that DuckDB can create it)."""
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        if read_only:
+            raise StoreError(f"{p}: no such store; create it by loading a report into it first") from None
+        if not p.parent.is_dir():
+            raise StoreError(f"{p}: directory {p.parent} does not exist; create it first or pick another path") from None
+        return True
+    except (OSError, ValueError) as e:
+        raise StoreError(f"{p}: cannot open it as a store ({why(e)}); {_NOT_A_STORE}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"{p}: is a directory, not a store file; give a file path such as {p / 'wsperf.duckdb'}")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{p}: is not a regular file (a FIFO, device or socket); {_NOT_A_STORE}")
+    if st.st_size == 0:
+        if read_only:
+            raise StoreError(f"{p}: is empty, not a store; create it by loading a report into it first")
+        try:
+            p.unlink()
+        except OSError as e:
+            raise StoreError(f"{p}: cannot replace the empty file with a store ({why(e)})") from None
+        return True
+    with open_input(p, kind="a DuckDB store", limit=1 << 62, error=StoreError) as f:
+        head = f.read(_DUCKDB_MAGIC_AT + len(_DUCKDB_MAGIC))
+    if head[_DUCKDB_MAGIC_AT:] != _DUCKDB_MAGIC:
+        raise StoreError(f"{p}: is not a DuckDB database (a Parquet, CSV, JSON, SQLite or other file); {_NOT_A_STORE}")
+    return False
 
 
 def _connect(p: Path, read_only: bool, lock_timeout: float,
@@ -196,14 +247,12 @@ def check_store(con: duckdb.DuckDBPyConnection) -> list[str]:
     return problems
 
 
-def _apply_schema(con: duckdb.DuckDBPyConnection, where: object) -> None:
-    # A DuckDB file that already has tables but no wsperf_meta belongs to someone else:
-    # adding our tables to it would be a surprise, so refuse.
+def _apply_schema(con: duckdb.DuckDBPyConnection, where: object, *, in_memory: bool = False) -> None:
+    # Nothing is written until the file is known to be ours: a DuckDB file that holds
+    # anything but a wsperf store of this layout is refused as it is.
     try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
-        if tables and "wsperf_meta" not in tables:
-            raise StoreError(f"{where}: is a DuckDB database but not a wsperf store (it has tables "
-                             f"{', '.join(sorted(tables)[:5])}); give a new file name")
+        if not in_memory:
+            _check_owner(con, where)
         con.execute(schema_sql())
         con.execute("INSERT OR IGNORE INTO wsperf_meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     except duckdb.IOException as e:
@@ -212,6 +261,28 @@ def _apply_schema(con: duckdb.DuckDBPyConnection, where: object) -> None:
     except duckdb.Error as e:
         raise StoreError(f"{where}: cannot write the wsperf tables ({_first_line(e)}); "
                          "check that the file and its directory are writable") from None
+    _check_version(con, where)
+
+
+def _check_owner(con: duckdb.DuckDBPyConnection, where: object) -> None:
+    """Refuse a database that is not an empty one or a wsperf store of this layout: one
+    of another program (tables, views, sequences or macros, in any schema, and no
+    wsperf_meta) or a wsperf store of another layout. Reads only."""
+    objects = con.execute("""
+        SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE database_name = current_database()
+        UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views()
+            WHERE database_name = current_database() AND NOT internal
+        UNION ALL SELECT schema_name || '.' || sequence_name FROM duckdb_sequences()
+            WHERE database_name = current_database()
+        UNION ALL SELECT schema_name || '.' || function_name FROM duckdb_functions()
+            WHERE database_name = current_database() AND NOT internal
+        ORDER BY 1""").fetchall()
+    names = [r[0] for r in objects]
+    if not names:
+        return  # an empty database: a new store
+    if "main.wsperf_meta" not in names:
+        raise StoreError(f"{where}: is a DuckDB database but not a wsperf store (it holds "
+                         f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}); give a new file name")
     _check_version(con, where)
 
 

@@ -466,3 +466,79 @@ def _outcome(fn) -> str:
         assert str(e) and "\n" not in str(e), repr(str(e))  # one Error line
         return "error"
     return "ok"
+
+
+# -- paths that are not plain files, and stores that are not wsperf's --------------------
+
+
+def special_paths(tmp: Path) -> list[tuple[str, Path]]:
+    """Paths that must be refused before a byte is read, quickly: a FIFO (blocks open and
+    read forever), /dev/zero (never ends), a 1 TB sparse file (hashing it takes hours),
+    a symlink loop, a name over 255 bytes, a directory."""
+    import os
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    fifo = tmp / "fifo.ncu-rep"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    sparse = tmp / "sparse.ncu-rep"
+    with open(sparse, "wb") as f:
+        f.truncate(1 << 40)
+    loop1, loop2 = tmp / "loop1", tmp / "loop2"
+    for a, b in ((loop1, loop2), (loop2, loop1)):
+        if not a.is_symlink():
+            a.symlink_to(b.name)
+    return [("FIFO", fifo), ("/dev/zero", Path("/dev/zero")), ("1 TB sparse file", sparse),
+            ("symlink loop", loop1), ("name of 300 bytes", tmp / ("n" * 300)), ("directory", tmp)]
+
+
+def zeros_gzip(mib: int = 64) -> bytes:
+    """A gzip of zeros (64 MiB -> 64 KiB): refused from its first decompressed MiB."""
+    return gzip.compress(b"\0" * (mib << 20), compresslevel=9)
+
+
+def foreign_databases(tmp: Path) -> list[tuple[str, Path]]:
+    """Files a --db must refuse without changing them: other formats DuckDB would open
+    as an empty in-memory database, DuckDB files of other programs, and a wsperf store of
+    a newer layout (made from a real store by `make_store`, see `newer_layout`)."""
+    import duckdb
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    out = []
+    parquet = tmp / "runs.parquet"
+    with duckdb.connect() as c:
+        c.execute(f"COPY (SELECT 1 AS a) TO '{parquet}' (FORMAT PARQUET)")
+    out.append(("Parquet", parquet))
+    (tmp / "runs.csv").write_text("a,b\n1,2\n")
+    out.append(("CSV", tmp / "runs.csv"))
+    (tmp / "runs.json").write_text('[{"a": 1}]\n')
+    out.append(("JSON", tmp / "runs.json"))
+    for label, ddl in (("DuckDB with views only", "CREATE VIEW v AS SELECT 42 AS answer"),
+                       ("DuckDB with tables in another schema", "CREATE SCHEMA app; CREATE TABLE app.t (a INT)"),
+                       ("DuckDB with a macro only", "CREATE MACRO twice(a) AS a * 2")):
+        p = tmp / (label.replace(" ", "_") + ".duckdb")
+        with duckdb.connect(str(p)) as c:
+            c.execute(ddl)
+        out.append((label, p))
+    return out
+
+
+def newer_layout(store: Path) -> None:
+    """Make the wsperf store at `store` look written by a later wsperf (layout 99), with a
+    `roles` table where this version has a view: opening it must change nothing."""
+    import duckdb
+
+    with duckdb.connect(str(store)) as c:
+        c.execute("UPDATE wsperf_meta SET value = '99' WHERE key = 'schema_version'")
+        c.execute("DROP VIEW IF EXISTS roles")
+        c.execute("CREATE TABLE roles (launch_id BIGINT, role VARCHAR, layout99 VARCHAR)")
+        c.execute("DROP TABLE IF EXISTS role_pcs")
+
+
+# Regular expressions for --kernel that Python's `re` takes exponential time on, or
+# cannot compile, or that overflow: RE2 (DuckDB's regexp_matches) runs or refuses them at once.
+HOSTILE_REGEXES = [r"(\w+)+!", r"(a|aa)+$", r"(.*a){20}", r"(a)\1", r"a{4294967296}", "[", "(?P<x>a)(?P=x)"]
+
+# Numbers a config or option must refuse.
+NOT_FINITE = ["nan", "inf", "-inf", "+nan"]
+SHARES_OUT_OF_RANGE = ["-0.1", "1.5", "1e300"]

@@ -111,7 +111,7 @@ def test_broken_gzip_reports_are_report_errors_and_a_bomb_is_refused(tmp_path, m
     # A decompression bomb: the real limit is 8 GiB; lowered here so the test writes 4 MiB.
     monkeypatch.setattr(ncu, "MAX_GUNZIP_BYTES", 1 << 20)
     bomb = tmp_path / "bomb.ncu-rep.gz"
-    bomb.write_bytes(gzip.compress(b"\0" * (4 << 20)))
+    bomb.write_bytes(gzip.compress(ncu.REPORT_MAGIC + b"\0" * (4 << 20)))
     with pytest.raises(ReportError, match="expands to more than"):
         load_report(con, bomb)
     TRIED[("ncu report .gz", "library")] += 1

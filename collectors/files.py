@@ -1,0 +1,168 @@
+"""Opening untrusted input files and writing outputs, safely: the one place wsperf
+touches a path it was given.
+
+Reading (`open_input`, `read_input`). Every file wsperf reads comes from a user, a CI
+artifact or a bundle, so before a byte is read:
+- the path is stat'ed: only a regular file is opened (a FIFO would block the open or
+  the read forever, /dev/zero never ends, a directory is not a file); a symlink loop, a
+  name over the system's limit or a NUL in the path is one error naming the path;
+- its size is checked against the cap of its kind (a 1 TB sparse file is refused
+  without reading it);
+- it is opened non-blocking and stat'ed again through the descriptor, so a FIFO swapped
+  in after the first check cannot block the open, and what is read is that regular file;
+- `magic` (the first bytes every file of the kind starts with) is checked before the
+  rest is read or hashed;
+- reads stop at the cap even when the file grows meanwhile.
+
+Writing (`write_output`). An output (a chart, a page, a Markdown file) is written to a
+new temporary file in the target's directory and renamed over the target: a link at the
+target is replaced, never followed (a planted `charts/x.png -> ../victim` stays
+untouched), and a write that fails (disk full) leaves the previous file or nothing,
+never a truncated one. A target that exists and is neither a regular file nor a link (a
+FIFO, a device, a directory) is refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+from wsperf.collectors.errors import InputError, WsperfError
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+
+def why(e: OSError | ValueError) -> str:
+    """A short reason for a failed file operation, for an error message."""
+    if isinstance(e, ValueError):  # a NUL byte in the path
+        return "the path holds a NUL byte"
+    if e.errno == errno.ELOOP:
+        return "too many levels of symbolic links (a link loop)"
+    if e.errno == errno.ENAMETOOLONG:
+        return "the file name is too long for the file system"
+    return e.strerror or str(e)
+
+
+def input_stat(path: str | os.PathLike[str], *, kind: str, limit: int,
+               error: type[WsperfError] = InputError) -> os.stat_result:
+    """stat() of `path` when it is a regular file of at most `limit` bytes; else `error`
+    saying why, naming the path and `kind` (e.g. 'an Nsight Compute report')."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise error(f"{path}: no such file; check the path") from None
+    except (OSError, ValueError) as e:
+        raise error(f"{path}: cannot read it ({why(e)}); give {kind}") from None
+    _check_kind(path, st, kind, limit, error)
+    return st
+
+
+def _check_kind(path: object, st: os.stat_result, kind: str, limit: int, error: type[WsperfError]) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{path}: is a directory, not {kind}")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{path}: is not a regular file (a FIFO, device or socket), not {kind}; give the file itself")
+    if st.st_size > limit:
+        raise error(f"{path}: is {st.st_size:,} bytes, more than the {limit:,} that {kind} can plausibly be; "
+                    "give the file itself")
+
+
+def open_input(path: str | os.PathLike[str], *, kind: str, limit: int, magic: tuple[bytes, ...] = (),
+               error: type[WsperfError] = InputError) -> BinaryIO:
+    """`path` opened for reading (binary) when it is a regular file of at most `limit`
+    bytes that starts with one of `magic` (when given; an empty file is left to the
+    caller to name). The position is at 0. See the module docstring."""
+    input_stat(path, kind=kind, limit=limit, error=error)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as e:
+        raise error(f"{path}: cannot read it ({why(e)}); check its permissions") from None
+    try:
+        _check_kind(path, os.fstat(fd), kind, limit, error)  # the file opened is the one checked
+        os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    if magic:
+        try:
+            head = f.read(max(len(m) for m in magic))
+        except OSError as e:
+            f.close()
+            raise error(f"{path}: cannot read it ({why(e)})") from None
+        if head and not any(head.startswith(m) for m in magic):
+            f.close()
+            raise error(f"{path}: is not {kind} (it does not start like one)")
+        f.seek(0)
+    return f
+
+
+def read_input(path: str | os.PathLike[str], *, kind: str, limit: int, magic: tuple[bytes, ...] = (),
+               error: type[WsperfError] = InputError) -> bytes:
+    """The bytes of `path`, read through `open_input`, at most `limit` of them (a file
+    that grew past the cap while it was read is refused)."""
+    with open_input(path, kind=kind, limit=limit, magic=magic, error=error) as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise error(f"{path}: cannot read it ({why(e)})") from None
+    if len(data) > limit:
+        raise error(f"{path}: grew past {limit:,} bytes while it was read; give a file that is not being written")
+    return data
+
+
+def write_output(path: str | os.PathLike[str], content: bytes | str, *, what: str = "the output",
+                 error: type[WsperfError] = InputError) -> Path:
+    """Write `content` (str: UTF-8) to `path` through a temporary file in its directory
+    renamed into place (see the module docstring). Creates missing parent directories.
+    Returns `path`."""
+    p = Path(path)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    check_output(p, what=what, error=error)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name[:100]}.", suffix=".tmp")
+    except (OSError, ValueError) as e:
+        raise error(f"{p}: cannot write {what} ({why(e)}); give a writable path") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; an output is a normal file
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)  # replaces a link at `p` itself, never its target
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise error(f"{p}: cannot write {what} ({why(e)}); nothing was written there") from None
+        raise
+    return p
+
+
+def check_output(path: str | os.PathLike[str], *, what: str = "the output",
+                 error: type[WsperfError] = InputError) -> None:
+    """Refuse an output path that exists as something other than a regular file or a
+    link (a directory, a FIFO, a device): it is checked before any work is done."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as e:
+        raise error(f"{path}: cannot write {what} there ({why(e)})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{path}: is a directory; give a file name for {what}")
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise error(f"{path}: is not a regular file (a FIFO, device or socket); give a file name for {what}")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
