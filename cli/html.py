@@ -179,6 +179,30 @@ def analysis_page(analyses: list[KernelAnalysis], with_charts: bool = True) -> s
     return _page(title, f"<ul>{''.join(toc)}</ul>\n" + "".join(sections), any_chart)
 
 
+# The fragment's styles, scoped to its container so a notebook's own look is untouched.
+_FRAGMENT_CSS = """
+.wsperf table { border-collapse: collapse; margin: .4em 0; }
+.wsperf td, .wsperf th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; vertical-align: top; }
+.wsperf td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.wsperf .confirmed { color: #b00020; font-weight: 600; } .wsperf .rejected { color: #1b7a1b; }
+.wsperf .no_data { color: #9a6700; } .wsperf .muted { color: #666; }
+.wsperf ul.evidence { margin: 0; padding-left: 1.1em; }
+"""
+
+
+def analysis_fragment(analyses: list[KernelAnalysis]) -> str:
+    """The analysis page's summary as an HTML fragment (no page, no charts): what a
+    notebook cell shows for a `wsperf.load(...)` session (`_repr_html_`). The same
+    headline, summary table, verdicts and roles as `wsperf analyze --html`."""
+    parts = []
+    for a in analyses:
+        s = a.summary
+        parts.append(f"<details open><summary><b>launch {s.launch_id}: {_e(s.name)}</b> "
+                     f'<span class="muted">{_e(duration(s.duration_ns))}</span> {headline(a)}</summary>\n'
+                     + _summary(a) + _look_next(a) + _findings(a) + _roles(a) + "</details>\n")
+    return f'<div class="wsperf"><style>{_FRAGMENT_CSS}</style>\n{"".join(parts)}</div>'
+
+
 # ---------------------------------------------------------------------------------
 # compare
 # ---------------------------------------------------------------------------------

@@ -183,10 +183,10 @@ def _jsonable(obj: Any) -> Any:
 
 
 def analyses_json(analyses: list[KernelAnalysis]) -> str:
-    return json.dumps({"kernels": [_analysis_dict(a) for a in analyses]}, indent=2, default=str, allow_nan=False)
+    return json.dumps({"kernels": [analysis_dict(a) for a in analyses]}, indent=2, default=str, allow_nan=False)
 
 
-def _analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
+def analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
     s = a.summary
     return {
         "report": s.report,
@@ -264,7 +264,7 @@ def inspection_text(ins: Any, console: Console) -> None:
 
 
 def inspection_json(ins: Any) -> str:
-    kernels = [dict(_analysis_dict(k.analysis), cubin_arch=k.cubin_arch, stack_bytes=k.stack_bytes,
+    kernels = [dict(analysis_dict(k.analysis), cubin_arch=k.cubin_arch, stack_bytes=k.stack_bytes,
                     local_bytes=k.local_bytes, compiler=_jsonable(k.compiler)) for k in ins.kernels]
     return json.dumps({"files": _jsonable(ins.files), "kernels": kernels}, indent=2, default=str)
 

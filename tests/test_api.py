@@ -1,0 +1,128 @@
+"""The Python API as a notebook user meets it: `import wsperf; s = wsperf.load(...)`,
+DataFrames, charts, the HTML a cell shows, errors. On the real fixture reports, and
+checked against `wsperf analyze --format json` (one code path, one answer)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+import pytest
+
+import wsperf
+from support import wsperf as run_cli
+from wsperf.cli import html
+from wsperf.collectors.errors import InputError, QueryError, WsperfError
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "fixtures" / "reports"
+FFMA = REPORTS / "gemm_ffma.ncu-rep"
+WS = REPORTS / "gemm_wgmma_tma.ncu-rep"
+
+
+@pytest.fixture(scope="module")
+def session():
+    with wsperf.load([FFMA, WS]) as s:
+        yield s
+
+
+def test_import_is_cheap_and_versioned():
+    # `import wsperf` alone must not pull pandas, DuckDB or the analyses in: the command
+    # line imports it too.
+    code = "import sys, wsperf; print(wsperf.__version__); print('pandas' in sys.modules, 'duckdb' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0][0].isdigit() and out[1:] == ["False", "False"]
+    assert callable(wsperf.load) and wsperf.Session.__doc__
+
+
+def test_verdicts_are_one_row_per_launch_and_hypothesis(session):
+    v = session.verdicts()
+    assert isinstance(v, pd.DataFrame)
+    assert list(v.columns[:7]) == ["launch_id", "kernel", "report", "hypothesis", "status", "summary", "remedy"]
+    assert len(v) == 2 * 5 and not v.duplicated(["launch_id", "hypothesis"]).any()
+    row = v[(v.kernel == "gemm_ffma") & (v.hypothesis == "missing-specialized-instructions")].iloc[0]
+    # flat evidence fields are columns
+    assert row.status == "confirmed" and row.basis == "assumption" and row.smem_reads_per_store == 256.0
+    assert set(v[v.kernel == "gemm_ws"].status) <= {"rejected", "no_data"}
+
+
+def test_api_and_cli_give_the_same_verdicts(session):
+    p = run_cli("analyze", str(FFMA), str(WS), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    cli = {(k["name"], f["id"]): (f["status"], f["summary"]) for k in json.loads(p.stdout)["kernels"]
+           for f in k["findings"]}
+    api = {(r.kernel, r.hypothesis): (r.status, r.summary) for r in session.verdicts().itertuples()}
+    assert api == cli
+
+
+def test_launches_roles_sql_and_tables(session):
+    l = session.launches().set_index("kernel")
+    assert l.loc["gemm_ws", "warp_specialized"] is True or l.loc["gemm_ws", "warp_specialized"] == True  # noqa: E712
+    assert l.loc["gemm_ffma", "outcome"] == "confirmed" and l.loc["gemm_ws", "tensor"] == "wgmma"
+    r = session.roles()
+    assert set(r[r.kernel == "gemm_ws"].role) == {"producer", "consumer"}
+    assert list(r[r.kernel == "gemm_ffma"].label) == ["common code"]
+    q = session.sql("SELECT launch_id, count(*) AS n FROM sass GROUP BY launch_id ORDER BY launch_id")
+    assert list(q.columns) == ["launch_id", "n"] and (q.n > 100).all()
+    assert len(session.table("launches")) == 2 and "duration_ns" in session.table("launches")
+    assert len(session) == 2 and [x.launch_id for x in session] == list(l.launch_id.sort_values())
+
+
+def test_charts_are_altair_and_render(session):
+    charts = session.charts()
+    assert charts and all(isinstance(c, alt.TopLevelMixin) for c in charts.values())
+    lid = session.launches().launch_id.iloc[0]
+    assert set(session[int(lid)].charts()) <= set(charts)
+    for c in charts.values():
+        assert c.to_dict()["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+
+
+def test_a_cell_shows_the_html_reports_summary(session):
+    frag = session._repr_html_()
+    page = html.analysis_page(list(session.results), with_charts=False)
+    for a in session.results:
+        head = html.headline(a)
+        assert head in frag and head in page
+    assert frag.startswith('<div class="wsperf">') and "<html" not in frag and "<script" not in frag
+    assert "missing-specialized-instructions" in frag and "matrix work on FP32 FFMA" in frag
+    one = session[session.results[0].summary.launch_id]
+    assert html.headline(one.analysis) in one._repr_html_()
+    assert "confirmed: missing-specialized-instructions" in repr(session)
+
+
+def test_db_file_keeps_reports_and_analyzes_only_those_given(tmp_path):
+    db = tmp_path / "store.duckdb"
+    with wsperf.load(FFMA, db=db) as s:
+        assert len(s) == 1
+    with wsperf.load(WS, db=db, expect=["tma"]) as s:
+        assert list(s.launches().kernel) == ["gemm_ws"]
+        assert len(s.table("reports")) == 2
+
+
+def test_expect_and_config_reach_the_hypotheses(tmp_path):
+    with wsperf.load(WS, expect="tcgen05") as s:
+        v = s.verdicts().set_index("hypothesis")
+        assert v.loc["missing-specialized-instructions", "status"] == "confirmed"
+    cfg = tmp_path / "wsperf.toml"
+    cfg.write_text('expect = ["tcgen05"]\n')
+    with wsperf.load(WS, config=cfg) as s:
+        assert s.verdicts().set_index("hypothesis").loc["missing-specialized-instructions", "status"] == "confirmed"
+
+
+def test_bad_input_raises_the_cli_errors(session, tmp_path):
+    with pytest.raises(WsperfError):
+        wsperf.load(tmp_path / "missing.ncu-rep")
+    with pytest.raises(InputError, match="unknown --expect"):
+        wsperf.load(FFMA, expect=["tensorcores"])
+    with pytest.raises(InputError, match="no kernel launch matches"):
+        wsperf.load(FFMA, kernel="^nothing$")
+    with pytest.raises(InputError, match="no table or view"):
+        session.table("launches; DROP TABLE launches")
+    with pytest.raises(QueryError):
+        session.sql("SELEC 1")
+    with pytest.raises(KeyError):
+        session[10_000]
