@@ -237,7 +237,11 @@ def _bool(v: str | None) -> bool | None:
 
 # (column in the store, expression over the source table's columns, arrow type). In an
 # expression, `{c}` names a source column: it becomes t."c" when the export has it and
-# NULL otherwise; `{name:c}` resolves StringIds id column c into its text.
+# NULL otherwise. `{name:c}` (alone) is a StringIds id: it is read as the id and turned
+# into its text in DuckDB, from a table of the ids the export's records use, each read
+# once (a million launches of one kernel decode its name once, and StringIds is never
+# read whole). A column `<col>__text` holds the inline text that older exports carry
+# instead of an id: `<col>` is its id's text, else that.
 _I64, _I32, _STR = pa.int64(), pa.int32(), pa.string()
 
 _KERNEL_COLUMNS = [
@@ -252,9 +256,9 @@ _KERNEL_COLUMNS = [
     ("correlation_id", "{correlationId}", _I64),
     ("global_pid", "{globalPid}", _I64),
     ("pid", "({globalPid} >> 24) & 16777215", _I32),
-    ("kernel_demangled", "{name:demangledName}", _STR),
-    ("kernel_short", "{name:shortName}", _STR),
-    ("kernel_mangled", "{name:mangledName}", _STR),
+    ("kernel_demangled", "{name:demangledName}", _I64),
+    ("kernel_short", "{name:shortName}", _I64),
+    ("kernel_mangled", "{name:mangledName}", _I64),
     ("launch_type", "{launchType}", _I32),
     ("grid_x", "{gridX}", _I64), ("grid_y", "{gridY}", _I64), ("grid_z", "{gridZ}", _I64),
     ("block_x", "{blockX}", _I32), ("block_y", "{blockY}", _I32), ("block_z", "{blockZ}", _I32),
@@ -298,7 +302,8 @@ _RUNTIME_COLUMNS = [
     ("pid", "({globalTid} >> 24) & 16777215", _I32), ("tid", "{globalTid} & 16777215", _I32),
     ("correlation_id", "{correlationId}", _I64),
     # 2022.x exports carry both nameId and a `name` text column (empty); later ones nameId only.
-    ("api", "coalesce({name:nameId}, {name})", _STR),
+    ("api", "{name:nameId}", _I64),
+    ("api__text", "{name}", _STR),
     ("return_value", "{returnValue}", _I64),
 ]
 _NVTX_KIND_CASE = "CASE {eventType} " + " ".join(f"WHEN {k} THEN '{v}'" for k, v in _NVTX_KINDS.items()) + " END"
@@ -307,7 +312,8 @@ _NVTX_COLUMNS = [
     ("start_ns", "{start}", _I64),
     ("end_ns", "CASE WHEN {end} >= {start} THEN {end} END", _I64),
     ("duration_ns", "CASE WHEN {end} >= {start} THEN {end} - {start} END", _I64),
-    ("text", "coalesce({text}, {name:textId})", _STR),
+    ("text", "{name:textId}", _I64),
+    ("text__text", "{text}", _STR),
     ("domain", "(SELECT substr(coalesce(d.text, ds.value), 1, " + str(MAX_NAME_CHARS) + ") FROM NVTX_EVENTS AS d "
                "LEFT JOIN StringIds AS ds ON ds.id = d.textId WHERE d.eventType = " + str(_NVTX_DOMAIN_CREATE) +
                " AND d.domainId = {domainId} AND {domainId} <> 0 LIMIT 1)", _STR),
@@ -324,6 +330,14 @@ _GPU_COLUMNS = [
     ("memory_bandwidth", "{memoryBandwidth}", _I64), ("l2_cache_bytes", "{l2CacheSize}", _I64),
     ("uuid", "{uuid}", _STR),
 ]
+
+# Which spec each source table is read with (for the StringIds ids they use).
+_SPECS = {KERNEL_TABLE: _KERNEL_COLUMNS, "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME_COLUMNS, "NVTX_EVENTS": _NVTX_COLUMNS}
+
+
+def _name_ids(spec: list[tuple[str, str, pa.DataType]]) -> list[str]:
+    """The source columns of a spec that hold StringIds ids."""
+    return [expr[len("{name:"):-1] for _, expr, _ in spec if expr.startswith("{name:")]
 
 
 class _Export:
@@ -423,7 +437,6 @@ class _Export:
 
     def _select(self, table: str, spec: list[tuple[str, str, pa.DataType]], where: str | None = None) -> str:
         have = set(self._columns(table))
-        joins: list[str] = []
 
         def col(name: str) -> str:
             if name in have:
@@ -438,14 +451,7 @@ class _Export:
                 out.append(expr[i:j])
                 ref = expr[j + 1:k]
                 if ref.startswith("name:"):
-                    c = ref[5:]
-                    if c in have:
-                        alias = f"s{len(joins)}"
-                        joins.append(f'LEFT JOIN StringIds AS {alias} ON {alias}.id = t."{c}"')
-                        out.append(f"substr({alias}.value, 1, {MAX_NAME_CHARS})")
-                    else:
-                        self.absent.add(f"{table}.{c}")
-                        out.append("NULL")
+                    out.append(col(ref[5:]))
                 else:
                     c = col(ref)
                     out.append(f"substr({c}, 1, {MAX_NAME_CHARS})" if ref in ("name", "text") and c != "NULL" else c)
@@ -454,23 +460,23 @@ class _Export:
             return "".join(out)
 
         cols = ", ".join(f"{render(expr)} AS {name}" for name, expr, _ in spec)
-        sql = f'SELECT {cols} FROM "{table}" AS t ' + " ".join(joins)
+        sql = f'SELECT {cols} FROM "{table}" AS t'
         if where:
             sql += " WHERE " + render(where)
         return sql
+
+    def _fetch(self, cur: sqlite3.Cursor) -> list[tuple]:
+        try:
+            return cur.fetchmany(_CHUNK)
+        except sqlite3.Error as e:
+            raise self._damaged(e) from None
 
     def _batches(self, table: str, spec: list[tuple[str, str, pa.DataType]], where: str | None = None
                  ) -> Iterator[pa.Table]:
         schema = pa.schema([(name, typ) for name, _, typ in spec])
         cur = self._query(self._select(table, spec, where))
         total = 0
-        while True:
-            try:
-                rows = cur.fetchmany(_CHUNK)
-            except sqlite3.Error as e:
-                raise self._damaged(e) from None
-            if not rows:
-                return
+        while rows := self._fetch(cur):
             total += len(rows)
             if total > MAX_RECORDS:
                 raise NsysExportError(f"{self.shown}: {table} holds more than {MAX_RECORDS:,} rows; refused rather than "
@@ -481,13 +487,48 @@ class _Export:
                 raise NsysExportError(f"{self.shown}: {table} holds a value of the wrong type ({e}); the export is "
                                       "damaged or not written by nsys") from None
 
-    def _insert(self, con: duckdb.DuckDBPyConnection, target: str, export_id: int, batches: Iterator[pa.Table]) -> int:
+    def _names(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The StringIds rows the records use, into the temporary table _wsperf_nsys_names."""
+        uses = [(t, c) for t, spec in _SPECS.items() if t in self.tables
+                for c in _name_ids(spec) if c in self._columns(t)]
+        con.execute("CREATE OR REPLACE TEMP TABLE _wsperf_nsys_names (id BIGINT PRIMARY KEY, value VARCHAR)")
+        if not uses:
+            return
+        ids = " UNION ".join(f'SELECT "{c}" FROM "{t}"' for t, c in uses)
+        cur = self._query(f"SELECT id, substr(value, 1, {MAX_NAME_CHARS}) FROM StringIds WHERE id IN ({ids})")
+        schema = pa.schema([("id", pa.int64()), ("value", pa.string())])
+        while rows := self._fetch(cur):
+            try:
+                batch = pa.Table.from_arrays([pa.array(c, t) for c, t in zip(zip(*rows), schema.types)], schema=schema)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+                raise NsysExportError(f"{self.shown}: StringIds holds a value of the wrong type ({e}); the export is "
+                                      "damaged or not written by nsys") from None
+            con.register("_wsperf_nsys", batch)
+            try:
+                con.execute("INSERT OR IGNORE INTO _wsperf_nsys_names SELECT * FROM _wsperf_nsys")
+            finally:
+                con.unregister("_wsperf_nsys")
+
+    def _insert(self, con: duckdb.DuckDBPyConnection, target: str, export_id: int, spec: list,
+                batches: Iterator[pa.Table]) -> int:
+        """Insert batches into `target`, StringIds ids turned into their text."""
+        cols = [name for name, _, _ in spec]
+        picks = []
+        for i, (name, expr, _) in enumerate(spec):
+            if name.endswith("__text"):
+                continue
+            if expr.startswith("{name:"):
+                got = f"(SELECT value FROM _wsperf_nsys_names WHERE id = b.{name})"
+                picks.append(f"coalesce({got}, b.{name}__text) AS {name}" if f"{name}__text" in cols
+                             else f"{got} AS {name}")
+            else:
+                picks.append(f"b.{name}")
         n = 0
         for batch in batches:
             con.register("_wsperf_nsys", batch)
             try:
-                con.execute(f"INSERT INTO {target} BY NAME SELECT $export_id AS export_id, * FROM _wsperf_nsys",
-                            {"export_id": export_id})
+                con.execute(f"INSERT INTO {target} BY NAME SELECT $export_id AS export_id, {', '.join(picks)} "
+                            "FROM _wsperf_nsys AS b", {"export_id": export_id})
             finally:
                 con.unregister("_wsperf_nsys")
             n += batch.num_rows
@@ -495,37 +536,40 @@ class _Export:
 
     def load(self, con: duckdb.DuckDBPyConnection, export_id: int) -> dict[str, int]:
         rows = {t: 0 for t in TABLES}
-        rows["nsys_kernels"] = self._insert(con, "nsys_kernels", export_id, self._batches(KERNEL_TABLE, _KERNEL_COLUMNS))
-        if "TARGET_INFO_GPU" in self.tables:
-            rows["nsys_gpus"] = self._insert(con, "nsys_gpus", export_id, self._batches("TARGET_INFO_GPU", _GPU_COLUMNS))
-        for table, spec in (("CUPTI_ACTIVITY_KIND_MEMCPY", _MEMCPY_COLUMNS), ("CUPTI_ACTIVITY_KIND_MEMSET", _MEMSET_COLUMNS)):
-            if table in self.tables:
-                rows["nsys_memcpy"] += self._insert(con, "nsys_memcpy", export_id, self._batches(table, spec))
-        if "NVTX_EVENTS" in self.tables:
-            rows["nsys_nvtx"] = self._insert(con, "nsys_nvtx", export_id,
-                                             self._batches("NVTX_EVENTS", _NVTX_COLUMNS, _NVTX_WHERE))
-        if "CUPTI_ACTIVITY_KIND_RUNTIME" in self.tables:
-            rows["nsys_runtime"] = self._runtime(con, export_id)
+        self._names(con)
+        try:
+            rows["nsys_kernels"] = self._insert(con, "nsys_kernels", export_id, _KERNEL_COLUMNS,
+                                                self._batches(KERNEL_TABLE, _KERNEL_COLUMNS))
+            if "TARGET_INFO_GPU" in self.tables:
+                rows["nsys_gpus"] = self._insert(con, "nsys_gpus", export_id, _GPU_COLUMNS,
+                                                 self._batches("TARGET_INFO_GPU", _GPU_COLUMNS))
+            for table, spec in (("CUPTI_ACTIVITY_KIND_MEMCPY", _MEMCPY_COLUMNS),
+                                ("CUPTI_ACTIVITY_KIND_MEMSET", _MEMSET_COLUMNS)):
+                if table in self.tables:
+                    rows["nsys_memcpy"] += self._insert(con, "nsys_memcpy", export_id, spec, self._batches(table, spec))
+            if "NVTX_EVENTS" in self.tables:
+                rows["nsys_nvtx"] = self._insert(con, "nsys_nvtx", export_id, _NVTX_COLUMNS,
+                                                 self._batches("NVTX_EVENTS", _NVTX_COLUMNS, _NVTX_WHERE))
+            if "CUPTI_ACTIVITY_KIND_RUNTIME" in self.tables:
+                rows["nsys_runtime"] = self._runtime(con, export_id)
+        finally:
+            con.execute("DROP TABLE IF EXISTS _wsperf_nsys_names")
         return rows
 
     def _runtime(self, con: duckdb.DuckDBPyConnection, export_id: int) -> int:
         """API calls, each with the kernels it launched (by process and correlation id)."""
-        con.execute("CREATE OR REPLACE TEMP TABLE _wsperf_nsys_runtime AS SELECT * EXCLUDE (export_id, kernels, "
+        con.execute("CREATE OR REPLACE TEMP TABLE _wsperf_nsys_runtime AS SELECT * EXCLUDE (kernels, "
                     "first_kernel_start_ns, launch_latency_ns, queue_ns) FROM nsys_runtime LIMIT 0")
         try:
-            for batch in self._batches("CUPTI_ACTIVITY_KIND_RUNTIME", _RUNTIME_COLUMNS):
-                con.register("_wsperf_nsys", batch)
-                try:
-                    con.execute("INSERT INTO _wsperf_nsys_runtime BY NAME SELECT * FROM _wsperf_nsys")
-                finally:
-                    con.unregister("_wsperf_nsys")
+            self._insert(con, "_wsperf_nsys_runtime", 0, _RUNTIME_COLUMNS,
+                         self._batches("CUPTI_ACTIVITY_KIND_RUNTIME", _RUNTIME_COLUMNS))
             con.execute("""
                 INSERT INTO nsys_runtime BY NAME
                 WITH k AS (
                     SELECT global_pid, correlation_id, count(*) AS kernels, min(start_ns) AS first_kernel_start_ns
                     FROM nsys_kernels WHERE export_id = $export_id AND correlation_id IS NOT NULL
                     GROUP BY ALL)
-                SELECT $export_id AS export_id, r.*, coalesce(k.kernels, 0) AS kernels, k.first_kernel_start_ns,
+                SELECT r.* REPLACE ($export_id AS export_id), coalesce(k.kernels, 0) AS kernels, k.first_kernel_start_ns,
                        k.first_kernel_start_ns - r.start_ns AS launch_latency_ns,
                        greatest(k.first_kernel_start_ns - r.end_ns, 0) AS queue_ns
                 FROM _wsperf_nsys_runtime AS r
