@@ -11,6 +11,8 @@ file per question), returned as frozen dataclasses; nothing here draws or prints
   ("62% of GPU time; serialized-roles confirmed"); `rank_by_gpu_time` orders analyses
   that way.
 - `timeline`: the spans of the top kernels per stream, for the timeline chart.
+- `compare_nsys`: the regression gate on nsys kernel durations (many launches per side,
+  compare's Mann-Whitney rule and thresholds), as compare's own result type.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import duckdb
 import yaml
 
 from wsperf.analyses.analyze import KernelAnalysis
+from wsperf.analyses.compare import CompareResult, KernelComparison, decide
+from wsperf.analyses.config import AnalysisConfig
 from wsperf.analyses.hypotheses import Status
 from wsperf.collectors.errors import InputError
 from wsperf.queries import read_query
@@ -334,3 +338,48 @@ def _us(ns: float | None) -> str:
 
 def _ms(ns: float | None) -> str:
     return "n/a" if ns is None else f"{ns / 1e6:.2f} ms"
+
+
+# -- compare: the regression gate on nsys timings ----------------------------------------
+
+
+def compare_nsys(con: duckdb.DuckDBPyConnection, base: Iterable[int], cand: Iterable[int],
+                 config: AnalysisConfig | None = None, base_label: str = "base",
+                 cand_label: str = "candidate") -> CompareResult:
+    """Kernel durations of the base exports against the candidate ones, with the rule of
+    `analyses.compare` (two-sided Mann-Whitney below alpha *and* a median change beyond
+    the `duration_ns` threshold; with too few launches to reach alpha, the wide
+    threshold), every launch of a kernel one sample. Kernels match by demangled name and
+    launch configuration, then by name alone when that pairs one configuration with one.
+    The result is compare's own type, so its renderers and exit codes apply."""
+    config = config or AnalysisConfig()
+    rows = _rows(con, "nsys_compare", {"base": sorted(set(base)), "cand": sorted(set(cand))})
+    sides: dict[str, dict[tuple, dict[str, Any]]] = {"base": {}, "cand": {}}
+    for r in rows:
+        key = (r["kernel_demangled"], r["grid_x"], r["grid_y"], r["grid_z"], r["block_x"], r["block_y"], r["block_z"],
+               r["cluster_x"], r["cluster_y"], r["cluster_z"])
+        sides[r["side"]][key] = r
+    b, c = sides["base"], sides["cand"]
+    pairs = [(b[k], c[k], "name+config") for k in b if k in c]
+    left_b = {k: v for k, v in b.items() if k not in c}
+    left_c = {k: v for k, v in c.items() if k not in b}
+    for name in sorted({k[0] for k in left_b} & {k[0] for k in left_c}):
+        kb = [k for k in left_b if k[0] == name]
+        kc = [k for k in left_c if k[0] == name]
+        if len(kb) == len(kc) == 1:  # the launch configuration changed
+            pairs.append((left_b.pop(kb[0]), left_c.pop(kc[0]), "name"))
+    kernels = []
+    for rb, rc, how in sorted(pairs, key=lambda p: -p[1]["total_ns"]):
+        base_med, cand_med = rb["median_ns"], rc["median_ns"]
+        fig = decide({"name": "duration_ns", "kind": "timing", "unit": "ns",
+                      "base_values": [float(v) for v in rb["durations"]],
+                      "cand_values": [float(v) for v in rc["durations"]],
+                      "base": base_med, "cand": cand_med,
+                      "delta_pct": (cand_med - base_med) / base_med * 100 if base_med else None,
+                      "base_detail": None, "cand_detail": None}, config)
+        kernels.append(KernelComparison(
+            rc["kernel_short"] or rc["kernel_demangled"], rb["kernel_demangled"], rc["kernel_demangled"], how,
+            f"grid {rc['grid_x']}x{rc['grid_y']}x{rc['grid_z']} block {rc['block_x']}x{rc['block_y']}x{rc['block_z']}",
+            (), (), (fig,), ()))
+    return CompareResult(base_label, cand_label, tuple(kernels),
+                         tuple(sorted({k[0] for k in left_b})), tuple(sorted({k[0] for k in left_c})))

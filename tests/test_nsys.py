@@ -16,8 +16,9 @@ import pytest
 
 from support import ROOT, assert_one_error_line, wsperf
 from wsperf.analyses.analyze import analyze
+from wsperf.analyses.compare import Change
 from wsperf.analyses.hypotheses import Status
-from wsperf.analyses.nsys import match_ncu, rank_by_gpu_time, summarize_nsys, timeline
+from wsperf.analyses.nsys import compare_nsys, match_ncu, rank_by_gpu_time, summarize_nsys, timeline
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.ncu import load_report
 from wsperf.collectors.nsys import MAX_NAME_CHARS, NsysExportError, load_nsys_export, nsys_schema_sql
@@ -330,3 +331,42 @@ def test_a_huge_name_is_cut_not_loaded_whole(plain, tmp_path):
 def test_a_report_needs_nsys_on_path(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     _refused(VECADD_REP, "no `nsys` is on PATH", "nsys export --type sqlite")
+
+
+# -- compare on nsys timings -------------------------------------------------------------
+
+
+def test_a_timeline_compared_with_itself_is_unchanged():
+    con = open_store(None)
+    eid = load_nsys_export(con, CLOVER).export_id
+    r = compare_nsys(con, [eid], [eid])
+    assert len(r.kernels) == 102 and not r.regression and not r.only_base and not r.only_cand
+    assert {k.figures[0].change for k in r.kernels} == {Change.unchanged}
+    top = r.kernels[0]  # most GPU time: 10 launches a side, all of them samples
+    assert len(top.figures[0].base_values) == len(top.figures[0].cand_values) == 10
+
+
+def test_slower_kernels_are_a_regression_by_the_compare_rule(plain, tmp_path):
+    """The candidate is the CloverLeaf export with every kernel 20% longer (a changed copy
+    of the real file): kernels with 10 launches a side pass Mann-Whitney; those with one
+    launch a side are decided by the wide threshold, which 20% exceeds."""
+    slow = _copy(plain, CLOVER, tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + (end - start) / 5",
+                 "slow.sqlite")
+    con = open_store(None)
+    base, cand = load_nsys_export(con, CLOVER).export_id, load_nsys_export(con, slow).export_id
+    r = compare_nsys(con, [base], [cand])
+    assert r.regression and len(r.kernels) == 102
+    changes = {k.figures[0].change for k in r.kernels}
+    assert changes == {Change.regression}
+    tested = [k.figures[0] for k in r.kernels if len(k.figures[0].base_values) >= 10]
+    assert tested and all(f.p_value is not None and f.p_value < 0.01 for f in tested)
+    assert all(f.delta_pct == pytest.approx(20.0, abs=0.1) for f in tested), [f.delta_pct for f in tested]
+    back = compare_nsys(con, [cand], [base])
+    assert not back.regression and {k.figures[0].change for k in back.kernels} == {Change.improvement}
+
+
+def test_different_programs_share_no_kernel():
+    con = open_store(None)
+    r = compare_nsys(con, [load_nsys_export(con, CLOVER).export_id], [load_nsys_export(con, SAXPY).export_id])
+    assert r.kernels == () and len(r.only_base) == 102
+    assert r.only_cand == ("saxpy(double *, double *, double *, double, int)",)
