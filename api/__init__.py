@@ -16,22 +16,30 @@ From Python (a notebook, a script), the same analysis as `wsperf analyze`:
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version as _version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for type checkers only: the real import is lazy (__getattr__)
     from wsperf.session import Launch, Session, load
 
-try:
-    __version__ = _version("wsperf")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
-
 __all__ = ["Launch", "Session", "load", "__version__"]
+
+
+def version() -> str:
+    """The installed wsperf version (the distribution's metadata)."""
+    # importlib.metadata costs ~0.1 s to import: every `python -m wsperf.collectors.ncu`
+    # reader process imports this package, so it is asked only when wanted.
+    from importlib.metadata import PackageNotFoundError, version as dist_version
+
+    try:
+        return dist_version("wsperf")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
 
 
 def __getattr__(name: str) -> Any:
     # PEP 562: `wsperf.load` imports pandas, DuckDB and the analyses only when asked for.
+    if name == "__version__":
+        return version()
     if name in ("load", "Session", "Launch"):
         from wsperf import session
 

@@ -1,0 +1,114 @@
+"""How long `wsperf analyze REPORT` takes, end to end, against a bare ncu_report read.
+
+    python benchmarks/bench_analyze.py [REPORT] [--reps N] [--profile]
+
+REPORT defaults to fixtures/reports/gemm_wgmma_tma.ncu-rep (one launch, --set full).
+Each repetition runs, in fresh processes as a user does, alternating so that a machine
+busy with other work weighs on both alike (median of N, default 5):
+
+  bare     python -c: import ncu_report, load the report, read every value of every
+           metric of every action, aggregate and instances (the typed accessors)
+  analyze  the `wsperf` console script: analyze REPORT (text output to /dev/null):
+           interpreter start, imports, reader processes, DuckDB store, roles, hypotheses
+  help     `wsperf --help`
+
+and prints the medians and the ratio analyze / bare. Targets: analyze <= 1.0 s wall and
+<= 4x bare (2-core CPU machine). With --profile, one analyze in this process under
+cProfile (the top 25 by cumulative time) and the slowest imports (-X importtime) follow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT / "fixtures" / "reports" / "gemm_wgmma_tma.ncu-rep"
+TARGET_S, TARGET_RATIO = 1.0, 4.0
+
+BARE = """
+import sys, ncu_report
+im = ncu_report.IMetric
+get = {im.ValueKind_DOUBLE: im.as_double, im.ValueKind_FLOAT: im.as_double, im.ValueKind_UINT32: im.as_uint64,
+       im.ValueKind_UINT64: im.as_uint64, im.ValueKind_STRING: im.as_string}
+ctx = ncu_report.load_report(sys.argv[1])
+n = 0
+for ri in range(ctx.num_ranges()):
+    rng = ctx.range_by_idx(ri)
+    for ai in range(rng.num_actions()):
+        action = rng.action_by_idx(ai)
+        for name in action.metric_names():
+            m = action.metric_by_name(name)
+            f = get.get(m.kind())
+            n += 1 + m.num_instances()
+            if f:
+                f(m)
+            k = m.num_instances()
+            if k and get.get(m.kind(0)):
+                g = get[m.kind(0)]
+                for j in range(k):
+                    g(m, j)
+print(n)
+"""
+
+
+def wall(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("report", nargs="?", type=Path, default=DEFAULT)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    exe = shutil.which("wsperf", path=str(Path(sys.executable).parent)) or "wsperf"
+    runs = {
+        "bare": [sys.executable, "-c", BARE, str(args.report)],
+        "analyze": [exe, "analyze", str(args.report)],
+        "help": [exe, "--help"],
+    }
+    for cmd in runs.values():  # untimed: warm the page cache and the .pyc files
+        wall(cmd)
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(args.reps):
+        for name, cmd in runs.items():
+            times[name].append(wall(cmd))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for k, v in times.items():
+        print(f"{k:8s} median {med[k]:.3f} s   (min {min(v):.3f}, max {max(v):.3f}, n={len(v)})")
+    ratio = med["analyze"] / med["bare"]
+    print(f"analyze / bare = {ratio:.2f}x   (target <= {TARGET_RATIO:.0f}x; analyze target <= {TARGET_S:.1f} s)")
+    print(f"report: {args.report}")
+    if args.profile:
+        profile(exe, args.report)
+    return 0
+
+
+def profile(exe: str, report: Path) -> None:
+    code = ("import cProfile, pstats, sys\n"
+            f"sys.argv = ['wsperf', 'analyze', {str(report)!r}]\n"
+            "from wsperf.cli.main import app\n"
+            "pr = cProfile.Profile(); pr.enable()\n"
+            "try:\n    app()\nexcept SystemExit:\n    pass\n"
+            "pr.disable(); pstats.Stats(pr, stream=sys.stderr).sort_stats('cumulative').print_stats(25)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    print(p.stderr)
+    p = subprocess.run([sys.executable, "-X", "importtime", "-c", "import wsperf.cli.main"], capture_output=True,
+                       text=True)
+    rows = [line.split("|") for line in p.stderr.splitlines() if line.startswith("import time:")][1:]
+    rows.sort(key=lambda r: -int(r[1]))
+    print("slowest imports of wsperf.cli.main (cumulative us | module):")
+    for r in rows[:20]:
+        print(f"  {int(r[1]):>9} | {r[2].rstrip()}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
