@@ -47,6 +47,7 @@ import duckdb
 import pyarrow as pa
 
 from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import open_input, why
 from wsperf.collectors.process import run_bounded
 from wsperf.collectors.store import transaction
 
@@ -134,15 +135,12 @@ def load_nsys_export(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str
 
 def _sqlite_file(p: Path, tmp: Path) -> Path:
     """The SQLite file behind `p`: itself, its gunzipped copy, or `nsys export` of it."""
-    if not p.exists():
-        raise NsysExportError(f"{p}: no such file")
-    if p.is_dir():
-        raise NsysExportError(f"{p}: is a directory, not an Nsight Systems export")
-    try:
-        with open(p, "rb") as f:
+    # A regular file of plausible size only (a FIFO or /dev/zero is refused unread).
+    with open_input(p, kind="an Nsight Systems export", limit=MAX_SQLITE_BYTES, error=NsysExportError) as f:
+        try:
             head = f.read(16)
-    except OSError as e:
-        raise NsysExportError(f"{p}: cannot be read ({e.strerror})") from None
+        except OSError as e:
+            raise NsysExportError(f"{p}: cannot read it ({why(e)})") from None
     name = p.name.lower()
     if not head:
         raise NsysExportError(f"{p}: is empty; export the report again (`nsys export --type sqlite`)")
@@ -584,3 +582,95 @@ class _Export:
 def row_counts(con: duckdb.DuckDBPyConnection, export_id: int) -> dict[str, Any]:
     """Rows per nsys table for one export (what a load wrote)."""
     return {t: con.execute(f"SELECT count(*) FROM {t} WHERE export_id = ?", [export_id]).fetchone()[0] for t in TABLES}
+
+
+# -- a working nsys ----------------------------------------------------------------------
+
+# The flags reported to work in containers: no CPU sampling, no context-switch trace (both
+# need perf_event access a container rarely grants).
+PROFILE_FLAGS = ("--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none")
+PROBE_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class NsysProbe:
+    """Whether an nsys can record a report and export it: tried, not guessed from its path."""
+
+    exe: str | None  # the nsys tried (None: none on PATH)
+    version: str | None  # first line of `nsys --version`
+    works: bool
+    reason: str  # why not ('' when it works)
+
+
+def probe_nsys(exe: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> NsysProbe:
+    """Try `exe` (default: the nsys on PATH) on a tiny run: `nsys profile` of /bin/true
+    must write a .nsys-rep, and `nsys export` must turn it into an SQLite export with
+    nsys's metadata. An nsys that only writes a .qdstrm (its importer missing, as with the
+    nsys binary some Nsight Compute installs carry) does not work."""
+    exe = exe or shutil.which("nsys")
+    if exe is None:
+        return NsysProbe(None, None, False, "no nsys on PATH")
+    try:
+        ver = run_bounded([exe, "--version"], timeout=60)
+    except OSError as e:
+        return NsysProbe(exe, None, False, f"{exe} cannot run ({why(e)})")
+    version = (ver.stdout.decode("utf-8", "replace").strip().splitlines() or [None])[0]
+    with tempfile.TemporaryDirectory(prefix="wsperf-nsys-probe-") as tmp:
+        out = Path(tmp) / "probe"
+        try:
+            prof = run_bounded([exe, "profile", "--trace=none", "--sample=none", "--cpuctxsw=none",
+                                "--force-overwrite=true", "-o", str(out), "/bin/true"], timeout=timeout_s, cwd=tmp)
+        except OSError as e:
+            return NsysProbe(exe, version, False, f"`nsys profile` cannot run ({why(e)})")
+        rep = out.with_suffix(".nsys-rep")
+        if not rep.is_file():
+            said = _said(prof)
+            stream = " (it wrote a .qdstrm it could not import into a report)" if list(Path(tmp).glob("*.qdstrm")) else ""
+            return NsysProbe(exe, version, False, f"`nsys profile` of a tiny run wrote no .nsys-rep{stream}: "
+                                                  f"exit {prof.exit_code}{': ' + said if said else ''}")
+        try:
+            exp = run_bounded([exe, "export", "--type", "sqlite", "--force-overwrite", "true", "--output",
+                               str(out.with_suffix(".sqlite")), str(rep)], timeout=timeout_s, cwd=tmp)
+        except OSError as e:
+            return NsysProbe(exe, version, False, f"`nsys export` cannot run ({why(e)})")
+        db = out.with_suffix(".sqlite")
+        if not db.is_file():
+            return NsysProbe(exe, version, False, f"`nsys export` wrote no SQLite file: exit {exp.exit_code}"
+                                                  + (f": {_said(exp)}" if _said(exp) else ""))
+        with open(db, "rb") as f:
+            if not f.read(16).startswith(SQLITE_MAGIC):
+                return NsysProbe(exe, version, False, "`nsys export` wrote a file that is not SQLite")
+    return NsysProbe(exe, version, True, "")
+
+
+def _said(done: Any) -> str:
+    text = (done.stderr or b"") + (done.stdout or b"")
+    return " ".join(text.decode("utf-8", "replace").split())[-300:]
+
+
+class NsysUnavailableError(InputError):
+    """No working nsys: the step that needs one cannot run."""
+
+
+def profile_nsys(argv: list[str], out_dir: Path, *, timeout_s: float, probe: NsysProbe | None = None,
+                 cwd: str | os.PathLike[str] | None = None) -> Path:
+    """Record `argv` with the working nsys of `probe` (default: `probe_nsys()`) using
+    PROFILE_FLAGS, export it, and return `out_dir/nsys.sqlite` (beside `nsys.nsys-rep`).
+    Raises NsysUnavailableError saying why when no nsys works, InputError when the run or
+    the export fails."""
+    probe = probe or probe_nsys()
+    if not probe.works or probe.exe is None:
+        raise NsysUnavailableError(f"no working nsys ({probe.reason}); install Nsight Systems, or collect without "
+                                   "--nsys")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rep, db = out_dir / "nsys.nsys-rep", out_dir / "nsys.sqlite"
+    done = run_bounded([probe.exe, "profile", *PROFILE_FLAGS, "--force-overwrite=true", "-o",
+                        str(rep.with_suffix("")), *argv], timeout=timeout_s, cwd=cwd)
+    if done.timed_out or not rep.is_file():
+        why_not = f"did not finish within {timeout_s:g} s" if done.timed_out else f"wrote no report (exit {done.exit_code})"
+        raise InputError(f"`nsys profile` {why_not}: {_said(done) or 'no output'}")
+    exp = run_bounded([probe.exe, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(db),
+                       str(rep)], timeout=EXPORT_TIMEOUT_S)
+    if not db.is_file():
+        raise InputError(f"`nsys export` of {rep} wrote no SQLite file (exit {exp.exit_code}): {_said(exp) or 'no output'}")
+    return db

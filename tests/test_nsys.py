@@ -6,6 +6,7 @@ then hostile inputs, each one Error line."""
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import sqlite3
 import statistics
@@ -21,7 +22,16 @@ from wsperf.analyses.hypotheses import Status
 from wsperf.analyses.nsys import compare_nsys, match_ncu, rank_by_gpu_time, summarize_nsys, timeline
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.ncu import load_report
-from wsperf.collectors.nsys import MAX_NAME_CHARS, NsysExportError, load_nsys_export, nsys_schema_sql
+from wsperf.collectors.nsys import (
+    MAX_NAME_CHARS,
+    NsysExportError,
+    NsysProbe,
+    NsysUnavailableError,
+    load_nsys_export,
+    nsys_schema_sql,
+    probe_nsys,
+    profile_nsys,
+)
 from wsperf.collectors.store import open_store
 
 NSYS = ROOT / "fixtures" / "nsys"
@@ -316,6 +326,9 @@ def test_bad_files_are_refused(plain, tmp_path):
     cut_gz.write_bytes(VECADD.read_bytes()[:5000])
     _refused(cut_gz, "not a complete gzip file")
     _refused(tmp_path / "missing.sqlite", "no such file")
+    fifo = tmp_path / "fifo.sqlite"
+    os.mkfifo(fifo)
+    _refused(fifo, "not a regular file")
     stream = tmp_path / "capture.qdstrm"
     stream.write_bytes(b"\x00" * 64)
     _refused(stream, ".qdstrm", "never imported")
@@ -370,3 +383,26 @@ def test_different_programs_share_no_kernel():
     r = compare_nsys(con, [load_nsys_export(con, CLOVER).export_id], [load_nsys_export(con, SAXPY).export_id])
     assert r.kernels == () and len(r.only_base) == 102
     assert r.only_cand == ("saxpy(double *, double *, double *, double, int)",)
+
+
+# -- a working nsys is tried, not assumed --------------------------------------------------
+
+
+def test_no_nsys_on_path_does_not_work(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert probe_nsys() == NsysProbe(None, None, False, "no nsys on PATH")
+
+
+def test_a_program_that_exits_0_but_writes_no_report_does_not_work():
+    """Like the nsys of the GPU machine here (fixtures/nsys/nsys_stub_h200.txt): exit 0,
+    no .nsys-rep. /bin/true stands for it: success by exit status is not trusted."""
+    p = probe_nsys("/bin/true")
+    assert not p.works and "wrote no .nsys-rep" in p.reason and "exit 0" in p.reason
+    p = probe_nsys(str(NSYS / "no-such-nsys"))
+    assert not p.works and "cannot run" in p.reason
+
+
+def test_profiling_without_a_working_nsys_says_why(tmp_path):
+    with pytest.raises(NsysUnavailableError, match=r"no working nsys \(`nsys profile` of a tiny run wrote no"):
+        profile_nsys(["/bin/true"], tmp_path / "bundle", timeout_s=60, probe=probe_nsys("/bin/true"))
+    assert not (tmp_path / "bundle").exists()
