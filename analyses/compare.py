@@ -261,19 +261,19 @@ l AS (
                  occupancy_limit_warps, occupancy_limit_barriers) AS ctas_per_sm
     FROM launches AS l WHERE launch_id IN (SELECT launch_id FROM ids)
 ),
+-- Figures by name, whatever the architecture's metric names (the `figures` view,
+-- collectors/metrics.py).
 m AS (
     SELECT launch_id,
-           max(value_double) FILTER (WHERE name = 'gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed') AS dram_pct,
-           max(value_double) FILTER (WHERE name = 'sm__cycles_active.avg')
-               / nullif(max(value_double) FILTER (WHERE name = 'sm__cycles_elapsed.avg'), 0) AS sm_active,
+           max(value) FILTER (WHERE figure = 'dram_throughput_pct') AS dram_pct,
+           max(value) FILTER (WHERE figure = 'sm_active_cycles')
+               / nullif(max(value) FILTER (WHERE figure = 'sm_elapsed_cycles'), 0) AS sm_active,
            -- In --set full reports (SpeedOfLight), not in collect's smaller set: absent on
            -- both sides, the figure is left out.
-           max(value_double) FILTER (WHERE name = 'sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed')
-               AS tensor_pipe_pct
-    FROM metrics
-    WHERE instance IS NULL AND launch_id IN (SELECT launch_id FROM ids)
-      AND name IN ('gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed', 'sm__cycles_active.avg',
-                   'sm__cycles_elapsed.avg', 'sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed')
+           max(value) FILTER (WHERE figure = 'tensor_pipe_pct') AS tensor_pipe_pct
+    FROM figures
+    WHERE launch_id IN (SELECT launch_id FROM ids)
+      AND figure IN ('dram_throughput_pct', 'sm_active_cycles', 'sm_elapsed_cycles', 'tensor_pipe_pct')
     GROUP BY launch_id
 ),
 fam AS (SELECT unnest($families) AS family, generate_subscripts($families, 1) AS i),

@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from wsperf.collectors import environment
+from wsperf.collectors import environment, metrics
 from wsperf.collectors.bundle import DATABASE, ENVIRONMENT, RunRecord, write_manifest
 from wsperf.collectors.cudagdb import CudaGdbOutputError, parse_cudagdb
 from wsperf.collectors.errors import ExitCode, InputError, WsperfError
@@ -47,22 +47,19 @@ from wsperf.collectors.store import open_store
 # executed opcodes (InstructionStats'). On the H200 this is 5 replay passes for
 # ws_stream healthy against 38 for `--set full` (benchmarks/profile_passes.sh).
 NCU_SECTIONS = ("LaunchStats", "Occupancy", "SourceCounters")
-NCU_METRICS = (
-    "gpu__time_duration.sum",
-    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-    "sm__cycles_active.avg",
-    "sm__cycles_elapsed.avg",
-    "sass__inst_executed_per_opcode",
-    "smsp__inst_executed.sum",
-)
+# The metric names come from the per-architecture mapping (collectors/metrics.py): on
+# Blackwell (sm_100) also the tcgen05 pipe and tensor memory. NCU_METRICS is Hopper's list,
+# the one the H200 fixtures were collected with (fixtures/collect_compare.sh).
+NCU_METRICS = metrics.ncu_metrics("sm_90")
 
 
-def ncu_profile_args() -> list[str]:
-    """The ncu options that select what `wsperf collect` profiles."""
+def ncu_profile_args(*archs: str) -> list[str]:
+    """The ncu options that select what `wsperf collect` profiles on GPUs of `archs`
+    (e.g. 'sm_100'; none: Hopper's names)."""
     argv = []
     for s in NCU_SECTIONS:
         argv += ["--section", s]
-    return [*argv, "--metrics", ",".join(NCU_METRICS)]
+    return [*argv, "--metrics", ",".join(metrics.ncu_metrics(*archs) if archs else NCU_METRICS)]
 
 
 # ncu replays each kernel once per pass: the profile gets this many times --timeout.
@@ -122,6 +119,7 @@ class _State:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     target: dict = field(default_factory=dict)
+    gpu_archs: list[str] = field(default_factory=list)  # environment probe's GPUs: which metric names to request
 
     def record(self, phase: str, tool: str, done: Completed, name: str, outputs: dict[str, str] | None = None,
                note: str = "", stdout_at: str | None = None) -> RunRecord:
@@ -161,7 +159,8 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     exe = shutil.which(argv[0]) or argv[0]
     if not env.gpus:
         st.problems.append(_INSTALL["gpu"])
-    _target_check(st, exe, tools.get("cuobjdump"), [g.arch for g in env.gpus])
+    st.gpu_archs = [g.arch for g in env.gpus]
+    _target_check(st, exe, tools.get("cuobjdump"), st.gpu_archs)
 
     progress(f"run: {' '.join(argv)} (limit {opts.timeout:g} s)")
     hang_files: dict[str, str] = {}
@@ -316,13 +315,14 @@ def _sanitize(st: _State, con, sanitizer: str) -> str:
 def _profile(st: _State, ncu: str) -> Path | None:
     out = st.root / "profile" / "report"
     out.parent.mkdir(exist_ok=True)
-    argv = [ncu, *ncu_profile_args()]
+    args = ncu_profile_args(*st.gpu_archs)
+    argv = [ncu, *args]
     argv += ["--import-source", "yes", "--clock-control", "none", "-c", str(st.opts.launch_count)]
     if st.opts.kernel:
         argv += ["-k", f"regex:{st.opts.kernel}"]
     argv += ["-f", "-o", str(out.resolve()), "--", *st.argv]
     limit = st.opts.timeout * PROFILE_TIMEOUT_FACTOR
-    st.progress(f"profile: ncu {' '.join(ncu_profile_args())} (limit {limit:g} s)")
+    st.progress(f"profile: ncu {' '.join(args)} (limit {limit:g} s)")
     done = run_bounded(argv, timeout=limit)
     rep = out.with_suffix(".ncu-rep")
     st.record("profile", "ncu", done, "profile/ncu", outputs={"report": "profile/report.ncu-rep"} if rep.is_file()

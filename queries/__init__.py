@@ -10,13 +10,15 @@ from __future__ import annotations
 from importlib import resources
 
 from wsperf.collectors.errors import QueryError
+from wsperf.collectors.metrics import figures_sql
 
 SCHEMA = "schema.sql"
 
 
 def schema_sql() -> str:
-    """The DDL of the store (idempotent: CREATE ... IF NOT EXISTS)."""
-    return (resources.files(__name__) / SCHEMA).read_text(encoding="utf-8")
+    """The DDL of the store (idempotent: CREATE ... IF NOT EXISTS), and the figure views
+    generated from the per-architecture metric mapping (wsperf.collectors.metrics)."""
+    return (resources.files(__name__) / SCHEMA).read_text(encoding="utf-8") + figures_sql()
 
 
 def query_names() -> list[str]:

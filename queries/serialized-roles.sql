@@ -3,7 +3,7 @@ id: serialized-roles
 question: Do data movement and math take turns instead of overlapping?
 evidence:
   - warp-specialized kernels: role_balance, the wait share of both roles (each waits on the other in turn)
-  - gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed (a saturated memory system explains waiting without serialization)
+  - figures.dram_throughput_pct: gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed (a saturated memory system explains waiting without serialization)
   - other kernels: share of PC samples stalled on long_scoreboard (waiting for loaded data) inside loops
   - mbarrier stages: how many phase-tracked barriers the prologue initializes (SYNCS.EXCH)
 threshold:
@@ -47,9 +47,9 @@ stages AS (
     GROUP BY launch_id
 ),
 m AS (
-    SELECT launch_id, max(value_double) AS dram_pct
-    FROM metrics
-    WHERE instance IS NULL AND name = 'gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed'
+    SELECT launch_id, max(value) AS dram_pct
+    FROM figures
+    WHERE figure = 'dram_throughput_pct'
       AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),

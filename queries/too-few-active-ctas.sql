@@ -3,7 +3,7 @@ id: too-few-active-ctas
 question: Are too few CTAs (or clusters) resident to keep every SM busy?
 evidence:
   - launches.grid_size, cluster_size, sm_count, occupancy_limit_* (LaunchStats, Occupancy)
-  - sm__cycles_active.avg / sm__cycles_elapsed.avg (share of the kernel's time an SM had work)
+  - figures.sm_active_cycles / sm_elapsed_cycles: sm__cycles_active.avg / sm__cycles_elapsed.avg (share of the kernel's time an SM had work)
   - launches.waves_per_sm
 threshold:
   min_sm_active: 0.5   # below this share of elapsed cycles with work, SMs sat idle
@@ -21,10 +21,10 @@ remedy: >
 WITH m AS (
     SELECT
         launch_id,
-        max(value_double) FILTER (WHERE name = 'sm__cycles_active.avg') AS sm_cycles_active,
-        max(value_double) FILTER (WHERE name = 'sm__cycles_elapsed.avg') AS sm_cycles_elapsed
-    FROM metrics
-    WHERE instance IS NULL AND name IN ('sm__cycles_active.avg', 'sm__cycles_elapsed.avg')
+        max(value) FILTER (WHERE figure = 'sm_active_cycles') AS sm_cycles_active,
+        max(value) FILTER (WHERE figure = 'sm_elapsed_cycles') AS sm_cycles_elapsed
+    FROM figures
+    WHERE figure IN ('sm_active_cycles', 'sm_elapsed_cycles')
       AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
