@@ -6,6 +6,7 @@ then hostile inputs, each one Error line."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import sqlite3
@@ -14,12 +15,15 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from support import ROOT, assert_one_error_line, wsperf
 from wsperf.analyses.analyze import analyze
 from wsperf.analyses.compare import Change
 from wsperf.analyses.hypotheses import Status
 from wsperf.analyses.nsys import compare_nsys, match_ncu, rank_by_gpu_time, summarize_nsys, timeline
+from wsperf.cli.nsys import nsys_json, nsys_markdown, nsys_report, nsys_text
+from wsperf.cli.nsys_charts import nsys_charts
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.ncu import load_report
 from wsperf.collectors.nsys import (
@@ -406,3 +410,49 @@ def test_profiling_without_a_working_nsys_says_why(tmp_path):
     with pytest.raises(NsysUnavailableError, match=r"no working nsys \(`nsys profile` of a tiny run wrote no"):
         profile_nsys(["/bin/true"], tmp_path / "bundle", timeout_s=60, probe=probe_nsys("/bin/true"))
     assert not (tmp_path / "bundle").exists()
+
+
+# -- what the command prints and draws -----------------------------------------------------
+
+
+def test_the_report_in_text_json_and_markdown():
+    con = open_store(None)
+    rep = nsys_report(con, [SAXPY], [])
+    console = Console(record=True, width=200)
+    nsys_text(rep, console)
+    text = console.export_text()
+    assert "nsys 2022.2.1.31" in text and "gpu-waits-on-host confirmed" in text and "host-bound" in text
+    doc = json.loads(nsys_json(rep))
+    assert [k["launches"] for k in doc["kernel_stats"]] == [5]
+    assert doc["streams"][0]["status"] == "confirmed" and doc["streams"][0]["kind"] == "host-bound"
+    assert doc["thresholds"] == {"gpu-waits-on-host": {"min_host_wait_share": 0.2, "min_gaps": 10}}
+    assert {(n["domain"], n["text"]) for n in doc["nvtx"]} >= {("MPI", "MPI_Send"), (None, "saxpy")}
+    md_ = nsys_markdown(rep)
+    assert "| confirmed | host-bound: the GPU waited on the CPU 66%" in md_
+
+
+def test_with_ncu_reports_the_launches_lead_with_their_gpu_time():
+    con = open_store(None)
+    rep = nsys_report(con, [VECADD], [VECADD_NCU])
+    doc = json.loads(nsys_json(rep))
+    (launch,) = doc["launches"]
+    assert launch["headline"].startswith("100% of GPU time; ") and launch["gpu_time"]["matched_by"] == "mangled"
+    (k,) = doc["kernels"]  # analyze's own JSON of the launch
+    assert k["mangled"] == "_Z13kernVectorAddPKfS0_Pfi" and k["grid"] == [4096, 1, 1]
+    assert "100% of GPU time" in nsys_markdown(rep)
+
+
+def test_charts_hold_the_results_figures():
+    con = _loaded(CLOVER)
+    s = summarize_nsys(con)
+    spans = timeline(con)
+    charts = nsys_charts(s, spans)
+    assert set(charts) == {"nsys_kernel_time", "nsys_timeline"}
+    bars = charts["nsys_kernel_time"].to_dict()
+    rows = next(iter(bars["datasets"].values()))
+    assert [r["share"] for r in rows[:10]] == [k.share for k in s.kernels[:10]]
+    assert rows[-1]["kernel"] == f"other ({len(s.kernels) - 10} kernels)"
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0)
+    gantt = next(iter(charts["nsys_timeline"].to_dict()["datasets"].values()))
+    assert len(gantt) == 1312 and gantt[0]["start_ms"] == 0.0
+    assert {r["stream"] for r in gantt} == {"pid 1701896 dev 0 stream 7"}
