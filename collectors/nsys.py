@@ -312,9 +312,8 @@ _NVTX_COLUMNS = [
     ("duration_ns", "CASE WHEN {end} >= {start} THEN {end} - {start} END", _I64),
     ("text", "{name:textId}", _I64),
     ("text__text", "{text}", _STR),
-    ("domain", "(SELECT substr(coalesce(d.text, ds.value), 1, " + str(MAX_NAME_CHARS) + ") FROM NVTX_EVENTS AS d "
-               "LEFT JOIN StringIds AS ds ON ds.id = d.textId WHERE d.eventType = " + str(_NVTX_DOMAIN_CREATE) +
-               " AND d.domainId = {domainId} AND {domainId} <> 0 LIMIT 1)", _STR),
+    # A domain id, named from the domain-create events (read once: see _domains).
+    ("domain", "{domain:domainId}", _I64),
     ("global_tid", "{globalTid}", _I64),
     ("pid", "({globalTid} >> 24) & 16777215", _I32), ("tid", "{globalTid} & 16777215", _I32),
 ]
@@ -448,8 +447,8 @@ class _Export:
                 k = expr.index("}", j)
                 out.append(expr[i:j])
                 ref = expr[j + 1:k]
-                if ref.startswith("name:"):
-                    out.append(col(ref[5:]))
+                if ref.startswith(("name:", "domain:")):
+                    out.append(col(ref.split(":", 1)[1]))
                 else:
                     c = col(ref)
                     out.append(f"substr({c}, 1, {MAX_NAME_CHARS})" if ref in ("name", "text") and c != "NULL" else c)
@@ -507,6 +506,22 @@ class _Export:
             finally:
                 con.unregister("_wsperf_nsys")
 
+    def _domains(self, con: duckdb.DuckDBPyConnection) -> None:
+        """NVTX domain names by id (the text of each domain-create event), into the
+        temporary table _wsperf_nsys_domains: read once, not once per range."""
+        con.execute("CREATE OR REPLACE TEMP TABLE _wsperf_nsys_domains (id BIGINT PRIMARY KEY, value VARCHAR)")
+        if "NVTX_EVENTS" not in self.tables or not {"domainId", "eventType"} <= set(self._columns("NVTX_EVENTS")):
+            return
+        text = 't."text"' if "text" in self._columns("NVTX_EVENTS") else "NULL"
+        textid = "s.value" if "textId" in self._columns("NVTX_EVENTS") else "NULL"
+        join = 'LEFT JOIN StringIds AS s ON s.id = t."textId"' if textid != "NULL" else ""
+        cur = self._query(f"SELECT t.domainId, substr(coalesce({text}, {textid}), 1, {MAX_NAME_CHARS}) "
+                          f"FROM NVTX_EVENTS AS t {join} WHERE t.eventType = {_NVTX_DOMAIN_CREATE} AND t.domainId <> 0 "
+                          "LIMIT 100000")
+        for did, name in self._fetch(cur):
+            if isinstance(did, int) and -(1 << 63) <= did < (1 << 63):
+                con.execute("INSERT OR IGNORE INTO _wsperf_nsys_domains VALUES (?, ?)", [did, name])
+
     def _insert(self, con: duckdb.DuckDBPyConnection, target: str, export_id: int, spec: list,
                 batches: Iterator[pa.Table]) -> int:
         """Insert batches into `target`, StringIds ids turned into their text."""
@@ -515,7 +530,9 @@ class _Export:
         for i, (name, expr, _) in enumerate(spec):
             if name.endswith("__text"):
                 continue
-            if expr.startswith("{name:"):
+            if expr.startswith("{domain:"):
+                picks.append(f"(SELECT value FROM _wsperf_nsys_domains WHERE id = b.{name}) AS {name}")
+            elif expr.startswith("{name:"):
                 got = f"(SELECT value FROM _wsperf_nsys_names WHERE id = b.{name})"
                 picks.append(f"coalesce({got}, b.{name}__text) AS {name}" if f"{name}__text" in cols
                              else f"{got} AS {name}")
@@ -546,12 +563,14 @@ class _Export:
                 if table in self.tables:
                     rows["nsys_memcpy"] += self._insert(con, "nsys_memcpy", export_id, spec, self._batches(table, spec))
             if "NVTX_EVENTS" in self.tables:
+                self._domains(con)
                 rows["nsys_nvtx"] = self._insert(con, "nsys_nvtx", export_id, _NVTX_COLUMNS,
                                                  self._batches("NVTX_EVENTS", _NVTX_COLUMNS, _NVTX_WHERE))
             if "CUPTI_ACTIVITY_KIND_RUNTIME" in self.tables:
                 rows["nsys_runtime"] = self._runtime(con, export_id)
         finally:
             con.execute("DROP TABLE IF EXISTS _wsperf_nsys_names")
+            con.execute("DROP TABLE IF EXISTS _wsperf_nsys_domains")
         return rows
 
     def _runtime(self, con: duckdb.DuckDBPyConnection, export_id: int) -> int:
