@@ -32,10 +32,11 @@ import duckdb
 from wsperf.analyses.analyze import prepare
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.analyses.config import AnalysisConfig
-from wsperf.analyses.correctness import correctness_report, gather
+from wsperf.analyses.correctness import correctness_report
+from wsperf.analyses.evidence import gather
 from wsperf.analyses.history import launch_ids_for_run
 from wsperf.analyses.hypotheses import Status, catalogue, evaluate
-from wsperf.collectors.errors import InputError
+from wsperf.collectors.errors import InputError, UnverifiedError
 from wsperf.collectors.ncu import load_reports
 
 
@@ -148,9 +149,14 @@ def resolve_side(con: duckdb.DuckDBPyConnection, names: Sequence[str], *, db: Pa
             if evidence.hang is not None:
                 raise InputError(f"{name}: the repro hung in this bundle, so it has no profile to compare; "
                                  f"see `wsperf analyze {name}`")
-            if correctness_report(evidence.sanitizer).broken:
+            if correctness_report(evidence.sanitizer, evidence.kernel_filter).broken:
                 raise InputError(f"{name}: the sanitizer found correctness errors in this bundle, so it has no "
                                  f"profile to compare; see `wsperf analyze {name}`")
+            ver = evidence.verification
+            if ver is not None and not ver.verified:
+                # Never a clean comparison on a side whose correctness nobody checked whole.
+                raise UnverifiedError(f"{name}: correctness is unverified in this bundle ({'; '.join(ver.problems)}); "
+                                      f"see `wsperf analyze {name}`")
             if not evidence.reports:
                 raise InputError(f"{name}: this bundle holds no Nsight Compute report (collected with "
                                  "--no-profile?); collect again with the profile")

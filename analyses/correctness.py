@@ -24,9 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from wsperf.collectors.bundle import Bundle, RunRecord, is_bundle, read_bundle
 from wsperf.collectors.cudagdb import (
     HangCapture,
     WaitKind,
@@ -36,7 +35,11 @@ from wsperf.collectors.cudagdb import (
     wait_sites,
 )
 from wsperf.collectors.errors import InputError
-from wsperf.collectors.sanitizer import Handoff, SanitizerFinding, SanitizerOutput, load_sanitizer_xml
+from wsperf.collectors.sanitizer import Handoff, SanitizerFinding, SanitizerOutput, is_error
+from wsperf.collectors.scope import Scope, finding_scope, vendor_library
+
+if TYPE_CHECKING:  # evidence.py builds on this module's report types
+    from wsperf.analyses.evidence import Evidence
 
 # Source lines are shown only from files that look like source, and only this large.
 _SOURCE_SUFFIXES = {".cu", ".cuh", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".c", ".py", ".inl"}
@@ -101,10 +104,29 @@ class ToolRun:
 
 
 @dataclass(frozen=True)
+class VendorFinding:
+    """Findings inside one library kernel (`collectors/vendor.py`): listed, not the user's
+    broken handoff, and no stop unless --kernel targets that kernel."""
+
+    library: str
+    kernel: str
+    tool: str | None
+    handoff: str | None  # the classification the finding would have in the user's kernel
+    findings: int
+    hazards: int  # racecheck's hazard counts summed (0 for other tools)
+
+
+@dataclass(frozen=True)
 class CorrectnessReport:
     runs: tuple[ToolRun, ...]
     groups: tuple[HandoffGroup, ...]
     other_errors: tuple[str, ...]  # errors that break no handoff by themselves (API errors)
+    vendor: tuple[VendorFinding, ...] = ()
+    # Findings the sanitizer's own kernel filter can cause: with --kernel-name, initcheck
+    # does not see what unchecked kernels write, so a host read of that memory (a
+    # cudaMemcpy after them) is reported as uninitialized (measured on the H200).
+    filter_artifacts: tuple[str, ...] = ()
+    kernel_filter: str | None = None
 
     @property
     def broken(self) -> bool:
@@ -137,87 +159,53 @@ class DeadlockReport:
     note: str = ""  # why there is no (complete) mapping, when there is none
     capture: str | None = None
     sass: str | None = None
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What `wsperf analyze` was given, loaded: sanitizer outputs, a hang, reports."""
-
-    sanitizer: tuple[tuple[str, SanitizerOutput], ...]
-    reports: tuple[Path, ...]
-    hang: RunRecord | None = None  # the run that outlived --timeout
-    capture: Path | None = None
-    sass: Path | None = None
-    bundle: Path | None = None
-
-
-# ---------------------------------------------------------------------------------------
-# gathering
-
-
-def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = ()) -> Evidence:
-    """Sort `inputs` into bundles (directories written by collect) and reports, load
-    every sanitizer XML into the store `con`, and find a recorded hang. Reports are
-    returned, not loaded: the caller loads them (with progress) only when the kernel is
-    correct."""
-    outputs: list[tuple[str, SanitizerOutput]] = []
-    reports: list[Path] = []
-    hang = capture = sass = bundle = None
-    for p in inputs:
-        if p.is_dir():
-            if not is_bundle(p):
-                raise InputError(f"{p}: a directory but not a bundle (no bundle.json); give a directory written by "
-                                 "`wsperf collect --out DIR`, or report files")
-            b = read_bundle(p)
-            bundle = p
-            for run, xml in b.files("sanitizer", "xml"):
-                outputs.append(_load_xml(con, xml, run.tool, " ".join(run.argv), label=str(xml.relative_to(b.root.resolve()))))
-            reports += [path for _, path in b.files("profile", "report")]
-            h = _hang(b)
-            if h is not None:
-                hang = h
-                capture = next((path for _, path in b.files("hang", "capture")), None)
-                sass = next((path for _, path in b.files("hang", "sass")), None)
-        else:
-            reports.append(p)
-    for x in sanitizer_xml:
-        outputs.append(_load_xml(con, x, None, None, label=str(x)))
-    return Evidence(tuple(outputs), tuple(reports), hang, capture, sass, bundle)
-
-
-def _load_xml(con: Any, path: Path, tool: str | None, command: str | None, label: str) -> tuple[str, SanitizerOutput]:
-    return label, load_sanitizer_xml(con, path, tool=tool if tool in ("memcheck", "racecheck", "initcheck",
-                                                                       "synccheck") else None,
-                                     command=command).output
-
-
-def _hang(b: Bundle) -> RunRecord | None:
-    for r in b.runs:
-        if r.timed_out and r.phase in ("run", "profile"):
-            return r
-    return next((r for r in b.runs if r.phase == "hang"), None)
+    # The barrier each group waits on, from the worksheet of the generated code
+    # (analyses/handoffs.py: WaitHandoff), aligned with `groups`; None where not found.
+    handoffs: tuple[Any, ...] = ()
+    settle: str = ""  # without the generated code: what would settle the cause
 
 
 # ---------------------------------------------------------------------------------------
 # sanitizer findings -> correctness report
 
 
-def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]]) -> CorrectnessReport:
+def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_filter: str | None = None
+                       ) -> CorrectnessReport:
+    """Group the findings of `outputs` by the handoff they break. `kernel_filter` is the
+    --kernel the sanitizer ran under (a bundle's): a library kernel it names is judged
+    like the user's own, and findings only the filter causes are set apart."""
     runs: list[ToolRun] = []
     by_class: dict[Handoff, list[SanitizerFinding]] = {}
     other: list[str] = []
+    vendor: dict[tuple[str, str, str | None, str | None], list[SanitizerFinding]] = {}
+    artifacts: list[str] = []
     for label, out in outputs:
         errors = 0
         for f in out.findings:
+            if not is_error(f):
+                continue
+            scope = finding_scope(f, kernel_filter)
+            if scope is Scope.VENDOR:
+                vendor.setdefault((vendor_library(f.kernel) or "?", f.kernel or "?", f.tool or out.tool,
+                                   f.classification.value if f.classification else None), []).append(f)
+                continue
+            if scope is Scope.FILTER:
+                artifacts.append(f"{f.tool or out.tool or 'initcheck'}: {f.message}"
+                                 + (f" ({f.api_call})" if f.api_call else "")
+                                 + f": under --kernel {kernel_filter!r} the kernels left unchecked may have written "
+                                   "this memory")
+                continue
             if f.classification is not None:
                 by_class.setdefault(f.classification, []).append(f)
-                errors += 1
-            elif f.severity == "error" or f.kind == "Api":
+            else:
                 other.append(f"{f.tool or out.tool or 'sanitizer'}: {f.message}")
-                errors += 1
+            errors += 1
         runs.append(ToolRun(out.tool, label, out.records, errors))
     groups = tuple(_group(h, fs) for h, fs in sorted(by_class.items(), key=lambda kv: list(Handoff).index(kv[0])))
-    return CorrectnessReport(tuple(runs), groups, tuple(dict.fromkeys(other)))
+    vend = tuple(VendorFinding(lib, k, tool, h, len(fs), sum(f.hazard_count or 0 for f in fs))
+                 for (lib, k, tool, h), fs in sorted(vendor.items(), key=lambda kv: (kv[0][0], kv[0][1])))
+    return CorrectnessReport(tuple(runs), groups, tuple(dict.fromkeys(other)), vend,
+                             tuple(dict.fromkeys(artifacts)), kernel_filter)
 
 
 def _warp(t: tuple[int, int, int] | None) -> int | None:
@@ -349,7 +337,7 @@ def _source_text(file: str | None, line: int | None) -> str | None:
 # hang -> deadlock report
 
 
-def deadlock_report(ev: Evidence) -> DeadlockReport:
+def deadlock_report(ev: "Evidence") -> DeadlockReport:
     """Where the warps of the hung kernel wait. Without a capture (cuda-gdb absent or
     failed) the report says so and lists what can still be checked."""
     run = ev.hang

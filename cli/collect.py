@@ -11,12 +11,15 @@ from typing import Optional
 import typer
 
 from wsperf.analyses.analyze import analyze as run_analysis
-from wsperf.analyses.correctness import gather
+from wsperf.analyses.evidence import gather
+from wsperf.analyses.handoffs import ACCEPTABLE as ACCEPTABLE_RACES, release_judge
 from wsperf.cli import render
-from wsperf.cli.common import emit, err, error_boundary, handoff, load_with_progress
+from wsperf.cli.common import err, error_boundary, load_with_progress
+from wsperf.cli.gate import handoff, with_caveats
 from wsperf.cli.render import OutputFormat
-from wsperf.collectors.collect import CollectError, Options as CollectOptions, collect as run_collect
+from wsperf.collectors.collect import PROFILE_CAP, CollectError, Options as CollectOptions, collect as run_collect
 from wsperf.collectors.errors import ExitCode, InputError
+from wsperf.collectors.generated import check_sources
 from wsperf.collectors.sanitizer import TOOLS as SANITIZER_TOOLS
 from wsperf.collectors.store import open_store
 
@@ -27,40 +30,63 @@ def collect(
     command: list[str] = typer.Argument(..., help="The repro and its arguments, after `--`.", show_default=False),
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Bundle directory to create (new or empty). "
                                            "Default: ./wsperf-bundle-<time>."),
-    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Profile only kernels matching this regular "
-                                         "expression (ncu -k regex:...)."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Check and profile only kernels matching this "
+                                         "regular expression (compute-sanitizer --kernel-name regex=, ncu -k regex:)."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds each run of the repro may take; longer is a "
-                                  "hang (cuda-gdb captures it). ncu gets 4x."),
+                                  "hang (cuda-gdb captures it). ncu gets 4x; a sanitizer run 40x the plain run's "
+                                  "time when that is longer (at most 30 min)."),
     tools: str = typer.Option(",".join(SANITIZER_TOOLS), "--tools", help="compute-sanitizer tools to run, "
                               "comma-separated."),
-    launch_count: int = typer.Option(1, "--launch-count", "-c", help="Kernel launches to profile (ncu -c)."),
+    launch_count: Optional[int] = typer.Option(None, "--launch-count", "-c", help="Kernel launches to check and "
+                                               f"profile. Default: 1 with --kernel, else up to {PROFILE_CAP} "
+                                               "(every kernel the repro launches)."),
     no_profile: bool = typer.Option(False, "--no-profile", help="Stop after the sanitizer."),
+    source: list[Path] = typer.Option([], "--source", help="Generated code to keep in the bundle for the handoff "
+                                      "worksheet (repeatable): .cu, .ptx, .cubin or a fatbin (TVM/TIRx output, a "
+                                      "CUTLASS build, the source of a binary built without PTX)."),
+    accept_race: list[str] = typer.Option([], "--accept-race", help="Let racecheck findings of this release class "
+                                          "through to the profile, recorded and shown as a caveat (repeatable): "
+                                          "warp-synced-single-lane-release."),
+    allow_unverified: bool = typer.Option(False, "--allow-unverified", help="Profile and give verdicts even when a "
+                                          "sanitizer tool did not finish (marked unverified; exit 5 still)."),
     fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", "-f", help="text, json or markdown."),
 ) -> None:
     """Run a repro under compute-sanitizer first, then ncu, into a bundle directory.
     Sanitizer errors -> the correctness report (exit 3, no profile); a hang -> cuda-gdb
-    captures where every warp waits (exit 4); clean -> the verdicts (exit 0)."""
+    captures where every warp waits (exit 4); a sanitizer tool that did not finish ->
+    unverified (exit 5, no profile unless --allow-unverified); clean -> the verdicts
+    (exit 0), the longest kernels first."""
     with error_boundary():
-        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S) or launch_count < 1:
+        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S) or (launch_count is not None
+                                                                             and launch_count < 1):
             raise InputError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, and "
                              "--launch-count >= 1")
+        bad = [a for a in accept_race if a not in ACCEPTABLE_RACES]
+        if bad:
+            raise InputError(f"--accept-race {bad[0]!r}: only {', '.join(ACCEPTABLE_RACES)} can be accepted (a "
+                             "release racecheck reports although it is valid); fix any other race")
+        check_sources(tuple(str(p) for p in source))
         opts = CollectOptions(out_dir or Path(f"wsperf-bundle-{time.strftime('%Y%m%d-%H%M%S')}"), timeout,
                               tuple(t.strip() for t in tools.split(",") if t.strip()), kernel, launch_count,
-                              not no_profile)
-        result = run_collect(command, opts, progress=lambda msg: err.print(render.plain(f"wsperf collect: {msg}")))
+                              not no_profile, tuple(str(p) for p in source), tuple(accept_race), allow_unverified)
+        result = run_collect(command, opts, progress=lambda msg: err.print(render.plain(f"wsperf collect: {msg}")),
+                             judge=release_judge(kernel, tuple(accept_race)))
         for w in result.warnings:
             err.print(render.plain(f"Warning: {w}"), soft_wrap=True)
         err.print(render.plain(f"wsperf collect: bundle {result.bundle}"))
         con = open_store(None)
-        code = handoff(gather(con, [result.bundle]), fmt)
-        if not code and result.report is not None and result.outcome == "clean":
+        gate = handoff(gather(con, [result.bundle]), fmt, allow_unverified)
+        if gate.allows_verdicts(allow_unverified) and result.report is not None:
             load_with_progress(con, [result.report])
-            results = run_analysis(con)
-            emit(fmt, results, render.analyses_text, render.analyses_json, render.analyses_markdown)
-        elif not code and result.report is not None:
-            err.print("The sanitizer did not run: correctness is unverified, so no performance verdicts are printed; "
-                      f"the report is in {result.bundle}.")
+            results = longest_first(run_analysis(con))
+            with_caveats(fmt, gate.caveats, results, render.analyses_text, render.analyses_json,
+                         render.analyses_markdown)
         if result.problems:
-            raise CollectError("; ".join(result.problems), code or ExitCode.ERROR)
-        if code:
-            raise typer.Exit(code)
+            raise CollectError("; ".join(result.problems), gate.code or ExitCode.ERROR)
+        if gate.code:
+            raise typer.Exit(gate.code)
+
+
+def longest_first(results: list) -> list:
+    """The launches that take the most time first (a repro's RNG fills and copies last)."""
+    return sorted(results, key=lambda a: -(a.summary.duration_ns or 0.0))

@@ -7,20 +7,23 @@ Every command module imports from here; nothing here imports a command module.""
 from __future__ import annotations
 
 import enum
+import os
+import signal
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, NoReturn, Optional
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from wsperf.analyses.correctness import correctness_report, deadlock_report
 from wsperf.cli import render
 from wsperf.cli.render import OutputFormat
 from wsperf.collectors.errors import ExitCode, WsperfError
+from wsperf.collectors.files import why
 from wsperf.collectors.ncu import load_reports
+from wsperf.collectors.process import Terminated, signals_as_exceptions
 
 # Piped output (CI logs, files) is read in wide windows: do not wrap it at 80 columns.
 out = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
@@ -35,13 +38,46 @@ class TableFormat(str, enum.Enum):
 
 @contextmanager
 def error_boundary() -> Iterator[None]:
-    """The one place a WsperfError becomes an `Error:` line and an exit code."""
+    """The one place a WsperfError becomes an `Error:` line and an exit code. Also one
+    line each: Ctrl-C (exit 130) and SIGTERM/SIGHUP (143/129: they unwind like Ctrl-C,
+    so temporary files and child processes are cleaned up), running out of memory, and
+    an OSError that reached here (a file or disk problem: a full disk, stdout on
+    /dev/full, a name too long)."""
     try:
-        yield
+        with signals_as_exceptions():
+            yield
+            try:
+                sys.stdout.flush()  # a full or closed stdout is said here, not at interpreter exit
+            except OSError as e:
+                _fail(f"cannot write the output ({why(e)})", ExitCode.ERROR)
     except WsperfError as e:
-        # One line, whatever the message quotes (a file name or a tool's output may hold newlines).
-        err.print(render.plain("Error: " + " ".join(str(e).split())), soft_wrap=True)
-        raise typer.Exit(e.exit_code) from None
+        _fail(str(e), e.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted (Ctrl-C); nothing was recorded", 128 + signal.SIGINT)
+    except Terminated as e:
+        _fail(f"terminated by {e}; nothing was recorded", 128 + e.signum)
+    except MemoryError:
+        _fail("out of memory (is a memory limit such as `ulimit -v` set?); nothing was recorded", ExitCode.ERROR)
+    except OSError as e:
+        _fail(f"{e.filename}: {why(e)}" if e.filename else f"cannot write the output or a file ({why(e)})",
+              ExitCode.ERROR)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    # One line, whatever the message quotes (a file name or a tool's output may hold newlines).
+    err.print(render.plain("Error: " + " ".join(message.split())), soft_wrap=True)
+    if _stdout_broken():
+        # Point stdout at /dev/null so that the interpreter's last flush has nothing to fail on.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    raise typer.Exit(code) from None
+
+
+def _stdout_broken() -> bool:
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        return True
+    return False
 
 
 @contextmanager
@@ -87,18 +123,3 @@ def check_outputs(charts_dir: Optional[Path], html_file: Optional[Path]) -> None
         from wsperf.cli.html import check_page_path
 
         check_page_path(html_file)
-
-
-def handoff(evidence, fmt: OutputFormat) -> int:
-    """The handoff rule: a hang -> the deadlock report (4); sanitizer errors -> the
-    correctness report (3); else 0 and the caller goes on to performance."""
-    code = ExitCode.OK
-    if evidence.hang is not None:
-        rep = deadlock_report(evidence)
-        emit(fmt, rep, render.deadlock_text, render.deadlock_json, render.deadlock_markdown)
-        code = ExitCode.DEADLOCK
-    corr = correctness_report(evidence.sanitizer)
-    if corr.broken:
-        emit(fmt, corr, render.correctness_text, render.correctness_json, render.correctness_markdown)
-        code = code or ExitCode.CORRECTNESS
-    return code

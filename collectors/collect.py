@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shutil
 import signal
@@ -32,12 +33,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from wsperf.collectors import environment, metrics
+from wsperf.collectors import environment, generated, metrics
 from wsperf.collectors.bundle import DATABASE, ENVIRONMENT, RunRecord, write_manifest
 from wsperf.collectors.cudagdb import CudaGdbOutputError, parse_cudagdb
 from wsperf.collectors.errors import ExitCode, InputError, WsperfError
-from wsperf.collectors.process import Completed, run_bounded, save
-from wsperf.collectors.sanitizer import TOOLS, load_sanitizer_xml
+from wsperf.collectors.process import Completed, is_elf, run_bounded, save
+from wsperf.collectors.ncu import load_reports
+from wsperf.collectors.sanitizer import TOOLS, load_sanitizer_xml, tool_failure
+from wsperf.collectors.scope import stops
 from wsperf.collectors.store import open_store
 
 # What the hypotheses and the launch summary read (queries/*.sql), and no more: launch
@@ -64,6 +67,13 @@ def ncu_profile_args(*archs: str) -> list[str]:
 
 # ncu replays each kernel once per pass: the profile gets this many times --timeout.
 PROFILE_TIMEOUT_FACTOR = 4
+# Without --kernel every kernel the repro launches is profiled, up to this many launches
+# (a PyTorch repro's first launches are often RNG fills and copies, not the kernel).
+PROFILE_CAP = 50
+# A sanitizer run may take this many times the plain run (when longer than --timeout),
+# but never more than MAX_SANITIZER_S.
+SANITIZER_SLOWDOWN = 40
+MAX_SANITIZER_S = 1800.0
 # The hang capture: at most this many resident blocks and warps per block in focus.
 MAX_BLOCKS = 8
 MAX_WARPS = 32
@@ -96,14 +106,23 @@ class Options:
     timeout: float = 120.0
     tools: tuple[str, ...] = TOOLS
     kernel: str | None = None
-    launch_count: int = 1
+    launch_count: int | None = None  # None: 1 with --kernel, else PROFILE_CAP launches
     profile: bool = True
+    sources: tuple[str, ...] = ()  # --source files kept in generated/ (.cu, .ptx, .cubin, fatbins)
+    accept_race: tuple[str, ...] = ()  # release classes whose racecheck findings do not stop (recorded)
+    allow_unverified: bool = False  # profile even when the sanitizer's evidence is incomplete
+
+
+# The sanitizer's judgement, given by the caller (the layer that judges: collect runs the
+# tools, analyses decide what a finding means): (bundle root, the outputs read) ->
+# (broken, what was accepted). The default stops on any error of the user's kernels.
+Judge = Callable[[Path, list], tuple[bool, list[str]]]
 
 
 @dataclass(frozen=True)
 class Result:
     bundle: Path
-    outcome: str  # hang | correctness | clean | unverified (no sanitizer ran)
+    outcome: str  # hang | correctness | clean | unverified (a sanitizer tool missing, failed or cut short)
     problems: tuple[str, ...] = ()  # missing tools and failed phases, for the Error line
     warnings: tuple[str, ...] = ()
     report: Path | None = None
@@ -120,6 +139,15 @@ class _State:
     warnings: list[str] = field(default_factory=list)
     target: dict = field(default_factory=dict)
     gpu_archs: list[str] = field(default_factory=list)  # environment probe's GPUs: which metric names to request
+    plain_seconds: float = 0.0  # how long the plain run took: the sanitizer's limit scales with it
+    accepted: list[str] = field(default_factory=list)  # --accept-race classes that applied
+    generated: dict[str, str] = field(default_factory=dict)  # kind:name -> bundle-relative file
+
+    def env(self) -> dict[str, str]:
+        """The repro's environment: Triton's cache directed into the bundle, so that the
+        generated code (.ptx, .cubin, .ttgir, .json per kernel) is kept; the sanitizer and
+        ncu runs reuse it instead of compiling again."""
+        return {**os.environ, "TRITON_CACHE_DIR": str((self.root / generated.TRITON_CACHE).resolve())}
 
     def record(self, phase: str, tool: str, done: Completed, name: str, outputs: dict[str, str] | None = None,
                note: str = "", stdout_at: str | None = None) -> RunRecord:
@@ -139,11 +167,14 @@ class _State:
         write_manifest(self.root, {"argv": self.argv, "created": datetime.now(timezone.utc).isoformat(),
                                    "options": {**dataclasses.asdict(self.opts), "out": str(self.opts.out)},
                                    "target": self.target, "outcome": outcome, "problems": self.problems,
-                                   "warnings": self.warnings}, self.runs)
+                                   "warnings": self.warnings, "accepted": self.accepted}, self.runs)
 
 
-def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = lambda _: None) -> Result:
-    """Run every phase for the repro `argv` into the bundle `opts.out`."""
+def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = lambda _: None,
+            judge: Judge | None = None) -> Result:
+    """Run every phase for the repro `argv` into the bundle `opts.out`. `judge` decides
+    whether the sanitizer's findings stop the repro (default: any error of the user's own
+    kernels, `collectors/scope.py`)."""
     if not argv:
         raise InputError("no command to run: give it after `--`, e.g. `wsperf collect -- ./repro --size 4096`")
     bad = [t for t in opts.tools if t not in TOOLS]
@@ -161,11 +192,13 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
         st.problems.append(_INSTALL["gpu"])
     st.gpu_archs = [g.arch for g in env.gpus]
     _target_check(st, exe, tools.get("cuobjdump"), st.gpu_archs)
+    generated.keep_binary_code(st, exe, tools.get("cuobjdump"))
+    generated.keep_sources(st, opts.sources)
 
     progress(f"run: {' '.join(argv)} (limit {opts.timeout:g} s)")
     hang_files: dict[str, str] = {}
     try:
-        done = run_bounded(argv, timeout=opts.timeout,
+        done = run_bounded(argv, timeout=opts.timeout, env=st.env(),
                            on_timeout=lambda pid: hang_files.update(_capture_hang(st, pid, tools.get("cuda-gdb"))))
     except OSError as e:
         raise InputError(f"cannot run {argv[0]!r}: {e.strerror or e}") from None
@@ -175,9 +208,11 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
         st.warnings.append(f"the repro {note} in its plain run; its output is in run/repro.stdout.txt and "
                            "run/repro.stderr.txt")
     st.record("run", "repro", done, "run/repro", note=note)
+    st.plain_seconds = done.seconds
     progress(f"run: {note} ({done.stdout_bytes:,} bytes of stdout)")
+    generated.keep_triton_cache(st)
     if done.timed_out:
-        if "capture" in hang_files and tools.get("cuobjdump") and _is_elf(exe):
+        if "capture" in hang_files and tools.get("cuobjdump") and is_elf(exe):
             progress("hang: cuobjdump -sass, to map the waiting PCs")
             sass = run_bounded([tools["cuobjdump"], "-sass", exe], timeout=120, stdout_file=root / "hang/sass.txt")
             st.record("hang", "cuobjdump", sass, "hang/cuobjdump", outputs={"sass": "hang/sass.txt"},
@@ -193,21 +228,22 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     if tools.get("compute-sanitizer") is None:
         st.problems.append(_INSTALL["compute-sanitizer"])
     else:
-        outcome = _sanitize(st, con, tools["compute-sanitizer"])
+        outcome = _sanitize(st, con, tools["compute-sanitizer"], judge or _default_judge(opts.kernel))
         if outcome == "correctness":
             con.close()
             st.flush(outcome)
             return Result(root, outcome, tuple(st.problems), tuple(st.warnings))
 
     report = None
-    if opts.profile:
+    if opts.profile and outcome == "unverified" and not opts.allow_unverified:
+        st.warnings.append("correctness is unverified, so the repro was not profiled (--allow-unverified profiles "
+                           "it anyway)")
+    elif opts.profile:
         if tools.get("ncu") is None:
             st.problems.append(_INSTALL["ncu"])
         else:
             report = _profile(st, tools["ncu"])
             if report is not None:
-                from wsperf.collectors.ncu import load_reports
-
                 progress("profile: loading the report")
                 load_reports(con, [report])
     con.close()
@@ -233,20 +269,12 @@ def _bundle_dir(out: Path) -> Path:
     return out
 
 
-def _is_elf(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
-
-
 _ELF_ARCH = re.compile(r"\bsm_(\d+)([af]?)\b")
 
 
 def _target_check(st: _State, exe: str, cuobjdump: str | None, gpu_archs: list[str]) -> None:
     """SASS in the binary vs the GPU: no runnable code -> TargetError before anything runs."""
-    if not _is_elf(exe):
+    if not is_elf(exe):
         st.target = {"checked": False, "why": f"{exe} is not an ELF executable"}
         return
     if cuobjdump is None:
@@ -279,37 +307,74 @@ def _target_check(st: _State, exe: str, cuobjdump: str | None, gpu_archs: list[s
                                "-gencode arch=compute_90a,code=sm_90a; without it the kernel takes slower paths")
 
 
-def _sanitize(st: _State, con, sanitizer: str) -> str:
-    from wsperf.analyses.correctness import correctness_report
+def _default_judge(kernel: str | None) -> Judge:
+    def judge(root: Path, outputs: list) -> tuple[bool, list[str]]:
+        return any(stops(f, kernel) for _, out in outputs for f in out.findings), []
+    return judge
 
+
+def sanitizer_limit(opts: Options, plain_seconds: float) -> float:
+    """Seconds one sanitizer run may take: --timeout, or SANITIZER_SLOWDOWN times the plain
+    run when that is longer (the tools slow a repro down 10-100x; a Python repro, whose whole
+    process is instrumented, the most), at most MAX_SANITIZER_S."""
+    return min(max(opts.timeout, SANITIZER_SLOWDOWN * plain_seconds), max(opts.timeout, MAX_SANITIZER_S))
+
+
+def sanitizer_args(opts: Options) -> list[str]:
+    """The compute-sanitizer options that scope a run: with --kernel, only the matching
+    kernels are checked (`--kernel-name regex=`), at most --launch-count launches of them."""
+    if not opts.kernel:
+        return []
+    return ["--kernel-name", f"regex={opts.kernel}", "--launch-count", str(opts.launch_count or 1)]
+
+
+def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
     outputs = []
+    limit = sanitizer_limit(st.opts, st.plain_seconds)
+    failed = False
     for i, tool in enumerate(st.opts.tools, 1):
-        st.progress(f"sanitizer {tool} ({i}/{len(st.opts.tools)})")
+        st.progress(f"sanitizer {tool} ({i}/{len(st.opts.tools)}, limit {limit:g} s)")
         xml = st.root / "sanitizer" / f"{tool}.xml"
         xml.parent.mkdir(exist_ok=True)
-        argv = [sanitizer, "--tool", tool, "--print-limit", "20", "--xml", "--save", str(xml.resolve()),
-                "--", *st.argv]
-        done = run_bounded(argv, timeout=st.opts.timeout)
+        argv = [sanitizer, "--tool", tool, *sanitizer_args(st.opts), "--print-limit", "20", "--xml", "--save",
+                str(xml.resolve()), "--", *st.argv]
+        done = run_bounded(argv, timeout=limit, env=st.env())
         note = ""
-        if done.timed_out:
+        failure = tool_failure(done.stdout[:1 << 20] + b"\n" + done.stderr[:1 << 20])
+        if failure:
+            note = f"failed inside the tool: {failure}"
+            st.problems.append(f"compute-sanitizer --tool {tool} {note} (a tool failure, not a finding)")
+            failed = True
+        elif done.timed_out:
             # No cuda-gdb capture here: on the H200 (driver 580.159.04) attaching cuda-gdb to a
             # repro running under compute-sanitizer fails ("The CUDA driver hit an internal
             # error while attaching to the application: CUresult=10"). A deadlock shows in the
             # plain run before this phase, where the capture works.
-            note = f"did not finish in {st.opts.timeout:g} s under {tool}: killed; raise --timeout"
+            note = f"did not finish in {limit:g} s under {tool}: killed; raise --timeout or scope it with --kernel"
             st.problems.append(f"compute-sanitizer --tool {tool}: {note}")
+            failed = True
         st.record("sanitizer", tool, done, f"sanitizer/{tool}",
                   outputs={"xml": f"sanitizer/{tool}.xml"} if xml.is_file() else {}, note=note)
-        if xml.is_file() and not done.timed_out:
+        if failed and (failure or done.timed_out):
+            continue
+        if xml.is_file():
             try:
                 outputs.append((f"sanitizer/{tool}.xml",
                                 load_sanitizer_xml(con, xml, tool=tool, command=" ".join(argv)).output))
             except InputError as e:
                 st.problems.append(f"compute-sanitizer --tool {tool}: {e}")
-        elif not done.timed_out:
+                failed = True
+        else:
             st.problems.append(f"compute-sanitizer --tool {tool} wrote no XML (exit {done.exit_code}); see "
                                f"sanitizer/{tool}.stderr.txt")
-    return "correctness" if correctness_report(outputs).broken else ("clean" if outputs else "unverified")
+            failed = True
+    broken, accepted = judge(st.root, outputs)
+    if accepted:
+        st.accepted = accepted
+        st.warnings.append("racecheck findings accepted (--accept-race): " + ", ".join(accepted))
+    if broken:
+        return "correctness"
+    return "unverified" if failed or not outputs else "clean"
 
 
 def _profile(st: _State, ncu: str) -> Path | None:
@@ -317,13 +382,14 @@ def _profile(st: _State, ncu: str) -> Path | None:
     out.parent.mkdir(exist_ok=True)
     args = ncu_profile_args(*st.gpu_archs)
     argv = [ncu, *args]
-    argv += ["--import-source", "yes", "--clock-control", "none", "-c", str(st.opts.launch_count)]
+    count = st.opts.launch_count or (1 if st.opts.kernel else PROFILE_CAP)
+    argv += ["--import-source", "yes", "--clock-control", "none", "-c", str(count)]
     if st.opts.kernel:
         argv += ["-k", f"regex:{st.opts.kernel}"]
     argv += ["-f", "-o", str(out.resolve()), "--", *st.argv]
     limit = st.opts.timeout * PROFILE_TIMEOUT_FACTOR
     st.progress(f"profile: ncu {' '.join(args)} (limit {limit:g} s)")
-    done = run_bounded(argv, timeout=limit)
+    done = run_bounded(argv, timeout=limit, env=st.env())
     rep = out.with_suffix(".ncu-rep")
     st.record("profile", "ncu", done, "profile/ncu", outputs={"report": "profile/report.ncu-rep"} if rep.is_file()
               else {}, note="timed out: killed" if done.timed_out else "")

@@ -16,6 +16,7 @@ class ExitCode:
     ERROR = 2  # bad input, bad usage, a tool that could not run
     CORRECTNESS = 3  # collect: the sanitizer found errors; no performance advice
     DEADLOCK = 4  # collect: the repro hung; warps' wait points were captured
+    UNVERIFIED = 5  # the sanitizer's evidence is incomplete (a tool did not finish, a file is missing or damaged)
 
 
 class WsperfError(Exception):
@@ -30,6 +31,12 @@ class InputError(WsperfError):
 
 class ReportError(InputError):
     """An Nsight Compute report cannot be read (or only partly)."""
+
+
+class UnverifiedError(WsperfError):
+    """Correctness cannot be vouched for: the sanitizer's evidence is incomplete."""
+
+    exit_code = ExitCode.UNVERIFIED
 
 
 class StoreError(WsperfError):

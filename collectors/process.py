@@ -242,3 +242,12 @@ def signals_as_exceptions() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+
+
+def is_elf(path: str) -> bool:
+    """Whether `path` is an ELF file (an executable or library that may hold CUDA code)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False

@@ -469,7 +469,8 @@ def read_ptx(path: Path, arch: str | None = None) -> list[tuple[str, str]]:
 def compile_ptx(src: Path, arch: str) -> str:
     with tempfile.TemporaryDirectory(prefix="wsperf-ptx-") as tmp:
         out = Path(tmp) / (src.stem + ".ptx")
-        run_nvcc(src, arch, ["-ptx", "-O3"], out, "reading a .cu file", "a .ptx file")
+        # -lineinfo: .loc directives, so a wait site maps to its source line (the hang capture's)
+        run_nvcc(src, arch, ["-ptx", "-O3", "-lineinfo"], out, "reading a .cu file", "a .ptx file")
         return out.read_text()
 
 

@@ -52,8 +52,10 @@ from typing import Any
 import pyarrow as pa
 
 from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import GiB, read_input
 
 SCHEMA = "sanitizer_schema.sql"
+MAX_XML_BYTES = 2 * GiB  # 100,000 records are 185 MB; bigger is not one repro's findings
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 ROOT = "ComputeSanitizerOutput"
 
@@ -129,6 +131,28 @@ class SanitizerOutput:
         return out
 
 
+# compute-sanitizer's own failures, as it prints them (2025.3.1 on the H200: "Internal
+# Sanitizer Error: The Sanitizer failed to handle a hardware exception"; "Error: Target
+# application terminated before first instrumented API call"). Findings also print as
+# "Error: ..." ("Error: Race reported between ..."), so only the tool's own failures are
+# named here.
+_TOOL_FAILURE = re.compile(rb"^=+ (Internal Sanitizer Error.*|Error: (?:Target application terminated before first "
+                           rb"instrumented API call|No attachable process|Device not supported|The Sanitizer|Failed to"
+                           rb"|Could not|Unable to|Out of memory).*)$", re.MULTILINE)
+
+
+def tool_failure(output: bytes) -> str | None:
+    """The failure compute-sanitizer reports of itself in its stdout/stderr, or None."""
+    m = _TOOL_FAILURE.search(output)
+    return m.group(1).decode("utf-8", "replace").strip()[:200] if m else None
+
+
+def is_error(f: SanitizerFinding) -> bool:
+    """A finding that stops the kernel short of a profile: it breaks a handoff, or the
+    tool reports it as an error (a failed API call follows a kernel the tool stopped)."""
+    return f.classification is not None or f.severity == "error" or f.kind == "Api"
+
+
 @dataclass(frozen=True)
 class SanitizerLoad:
     """What loading one XML file did."""
@@ -148,11 +172,9 @@ def read_sanitizer_xml(path: str | os.PathLike[str], *, tool: str | None = None)
 
 
 def _read(p: Path) -> bytes:
-    try:
-        return p.read_bytes()
-    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
-        raise SanitizerOutputError(f"{p}: cannot read ({getattr(e, 'strerror', None) or e}); give the file "
-                                   "written by `compute-sanitizer --xml --save FILE`") from None
+    # A regular file, bounded (a FIFO or /dev/zero would hang or fill memory).
+    return read_input(p, kind="the file written by `compute-sanitizer --xml --save FILE`", limit=MAX_XML_BYTES,
+                      error=SanitizerOutputError)
 
 
 def parse_sanitizer_xml(data: bytes, *, tool: str | None = None, source: str = "<bytes>") -> SanitizerOutput:

@@ -1,0 +1,208 @@
+"""What `wsperf analyze` was given, sorted and checked: sanitizer outputs, a recorded hang,
+Nsight Compute reports, and whether the sanitizer evidence may be called clean.
+
+The gate's rule: an outcome is `clean` only when every sanitizer tool the bundle asked
+for ran to its end and left a whole, readable XML file. Evidence that is missing, empty,
+unreadable, not a regular file (a FIFO, a device, a directory), cut short by a timeout,
+written by a tool that failed inside itself ("Internal Sanitizer Error"), or that
+contradicts the manifest makes the bundle `unverified`: never clean, no performance
+verdicts unless asked for (`--allow-unverified`), exit code 5 (README, "Exit codes").
+A bundle in which no sanitizer ran at all is unverified too. Reports given directly
+(not in a bundle) carry no claim about correctness and are not judged here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from wsperf.analyses.handoffs import GeneratedSheet, generated_files, sheets, store_sheets
+from wsperf.collectors.bundle import Bundle, BundleError, RunRecord, is_bundle, read_bundle, resolve
+from wsperf.collectors.errors import InputError
+from wsperf.collectors.generated import source_kind
+from wsperf.collectors.sanitizer import TOOLS, SanitizerOutput, load_sanitizer_xml, tool_failure
+from wsperf.collectors.scope import stops
+
+# How much of a sanitizer run's stdout/stderr is searched for the tool's own failure.
+_TOOL_LOG_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Whether the sanitizer evidence of the bundles given may be called clean."""
+
+    verified: bool
+    problems: tuple[str, ...]  # why not, one sentence each, naming the file or run
+    tools: tuple[str, ...]  # tools whose whole XML was read
+    accepted: tuple[str, ...] = ()  # release classes the user accepted at collect time (--accept-race)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What `wsperf analyze` was given, loaded: sanitizer outputs, a hang, reports."""
+
+    sanitizer: tuple[tuple[str, SanitizerOutput], ...]
+    reports: tuple[Path, ...]
+    hang: RunRecord | None = None  # the run that outlived --timeout
+    capture: Path | None = None
+    sass: Path | None = None
+    bundle: Path | None = None
+    verification: Verification | None = None  # None: no bundle given (nothing claimed)
+    kernel_filter: str | None = None  # the bundle's --kernel: what the sanitizer was restricted to
+    generated: tuple[tuple[str, Path], ...] = field(default_factory=tuple)  # (kind, path) of generated code
+    sheets: tuple[GeneratedSheet, ...] = ()  # the handoff worksheet of every kernel in it (analyses/handoffs.py)
+    sheet_problems: tuple[str, ...] = ()  # generated files the worksheet could not read
+
+
+def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (), sources: Iterable[Path] = ()
+           ) -> Evidence:
+    """Sort `inputs` into bundles (directories written by collect) and reports, load
+    every sanitizer XML into the store `con`, find a recorded hang, check each bundle's
+    sanitizer evidence (`Verification`), and fill the handoff worksheet of the generated
+    code (the bundle's, and `sources`) into `con` (ws_* tables). Reports are returned,
+    not loaded: the caller loads them (with progress) only when the kernel is correct."""
+    outputs: list[tuple[str, SanitizerOutput]] = []
+    reports: list[Path] = []
+    hang = capture = sass = bundle = None
+    problems: list[str] = []
+    tools: list[str] = []
+    accepted: list[str] = []
+    generated: list[tuple[str, Path]] = []
+    bundles = 0
+    kernel_filter = None
+    for p in inputs:
+        if p.is_dir():
+            if not is_bundle(p):
+                raise InputError(f"{p}: a directory but not a bundle (no bundle.json); give a directory written by "
+                                 "`wsperf collect --out DIR`, or report files")
+            b = read_bundle(p)
+            bundles += 1
+            bundle = p
+            got, probs = _bundle_sanitizer(con, b)
+            outputs += got
+            tools += [o.tool for _, o in got if o.tool]
+            problems += probs
+            opts = b.manifest.get("options") if isinstance(b.manifest.get("options"), dict) else {}
+            if isinstance(opts.get("kernel"), str) and opts["kernel"]:
+                kernel_filter = opts["kernel"]
+            acc = b.manifest.get("accepted")
+            if isinstance(acc, list):
+                accepted += [a for a in acc if isinstance(a, str)]
+            reports += [path for _, path in b.files("profile", "report")]
+            generated += generated_files(b)
+            h = _hang(b)
+            if h is not None:
+                hang = h
+                capture = next((path for _, path in b.files("hang", "capture")), None)
+                sass = next((path for _, path in b.files("hang", "sass")), None)
+        else:
+            reports.append(p)
+    for x in sanitizer_xml:
+        outputs.append(_load_xml(con, x, None, None, label=str(x)))
+    generated += [(source_kind(p), p) for p in sources]
+    gs, sheet_problems = sheets(generated, bundle.resolve() if bundle is not None else None) if generated else ([], [])
+    if gs:
+        store_sheets(con, gs)
+    verification = None
+    if bundles:
+        verification = Verification(not problems, tuple(dict.fromkeys(problems)), tuple(dict.fromkeys(tools)),
+                                    tuple(dict.fromkeys(accepted)))
+    return Evidence(tuple(outputs), tuple(reports), hang, capture, sass, bundle, verification, kernel_filter,
+                    tuple(generated), tuple(gs), tuple(sheet_problems))
+
+
+def _bundle_sanitizer(con: Any, b: Bundle) -> tuple[list[tuple[str, SanitizerOutput]], list[str]]:
+    """Load each sanitizer XML the manifest names and say what is wrong with the rest."""
+    outputs: list[tuple[str, SanitizerOutput]] = []
+    problems: list[str] = []
+    opts = b.manifest.get("options") if isinstance(b.manifest.get("options"), dict) else {}
+    asked = [t for t in opts.get("tools", []) if isinstance(t, str)] if isinstance(opts.get("tools"), list) else []
+    runs = [r for r in b.runs if r.phase == "sanitizer"]
+    hung = any(r.timed_out and r.phase == "run" for r in b.runs)
+    if not runs and not hung:
+        problems.append(f"{b.root}: no sanitizer ran in this bundle (compute-sanitizer missing, or collect was "
+                        "stopped before it): correctness is unverified")
+    for t in asked:
+        if t in TOOLS and not any(r.tool == t for r in runs) and not hung:
+            problems.append(f"{b.root}: compute-sanitizer --tool {t} was asked for but the manifest records no "
+                            "run of it")
+    for r in runs:
+        where = f"{b.root}: compute-sanitizer --tool {r.tool}"
+        if r.timed_out:
+            problems.append(f"{where} did not finish ({r.note or 'killed at the time limit'})")
+            continue
+        failure = _tool_failure(b, r)
+        if failure:
+            problems.append(f"{where} failed inside the tool ({failure}); that is a tool failure, not a finding")
+            continue
+        rel = r.outputs.get("xml")
+        if rel is None:
+            problems.append(f"{where} wrote no XML (exit {r.exit_code})")
+            continue
+        path = resolve(b.root, rel)
+        bad = _not_regular(path)
+        if bad:
+            problems.append(f"{where}: {rel} {bad}")
+            continue
+        label = str(Path(rel))
+        try:
+            outputs.append(_load_xml(con, path, r.tool, " ".join(r.argv), label=label))
+        except InputError as e:
+            problems.append(f"{where}: {rel} cannot be read ({e})")
+    recorded = b.manifest.get("outcome")
+    kernel = opts.get("kernel") if isinstance(opts.get("kernel"), str) else None
+    broken = any(stops(f, kernel) for _, o in outputs for f in o.findings)
+    if recorded == "correctness" and not broken and not problems:
+        problems.append(f"{b.root}: the manifest records sanitizer errors (outcome 'correctness') but the XML files "
+                        "hold none: the bundle was changed after collect")
+    if recorded == "unverified" and not problems:
+        problems.append(f"{b.root}: collect recorded the outcome 'unverified' "
+                        f"({'; '.join(p for p in b.manifest.get('problems', []) if isinstance(p, str)) or 'no reason'})")
+    return outputs, problems
+
+
+def _not_regular(path: Path) -> str | None:
+    """Why `path` is not a whole regular file, or None."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "is missing"
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file (a FIFO, device or directory)"
+    if st.st_size == 0:
+        return "is empty"
+    return None
+
+
+def _tool_failure(b: Bundle, r: RunRecord) -> str | None:
+    for rel in (r.stdout, r.stderr):
+        if not rel:
+            continue
+        try:
+            p = resolve(b.root, rel)
+            if _not_regular(p):
+                continue
+            with open(p, "rb") as f:
+                head = f.read(_TOOL_LOG_BYTES)
+        except (OSError, BundleError):
+            continue
+        failure = tool_failure(head)
+        if failure:
+            return failure
+    return None
+
+
+def _load_xml(con: Any, path: Path, tool: str | None, command: str | None, label: str) -> tuple[str, SanitizerOutput]:
+    return label, load_sanitizer_xml(con, path, tool=tool if tool in TOOLS else None, command=command).output
+
+
+def _hang(b: Bundle) -> RunRecord | None:
+    for r in b.runs:
+        if r.timed_out and r.phase in ("run", "profile"):
+            return r
+    return next((r for r in b.runs if r.phase == "hang"), None)

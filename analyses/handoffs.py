@@ -1,0 +1,447 @@
+"""The joined evidence path: the handoff worksheet of the code that ran, tied to what the
+tools saw.
+
+- `sheets(generated)` fills the worksheet (analyses/worksheet.py) from the generated code
+  a bundle keeps (collectors/generated.py) or `--source` files, and keeps each kernel's
+  PTX with the source line of every PTX line (`.loc`, present when the code was built
+  with -lineinfo or -G; `.cu` files are compiled with -lineinfo here).
+- `store_sheets(con, sheets)` writes the barriers, arrivals, waits and flags as tables
+  (queries/worksheet_schema.sql), so SQL can join them with hang captures, sanitizer
+  findings and profiles.
+- `wait_handoff(sheets, group)` finds the barrier a hung warp group waits on: the SASS
+  wait's source line (cuda-gdb's `info line *$pc`: the inlined helper's line and its
+  call site) against the `.loc` of each PTX wait.
+- `releases(sheets)` classifies how each role releases a stage it read (the racecheck
+  question): per thread, one lane after `bar.warp.sync` (valid under the PTX memory
+  model; racecheck reports it), one lane without it (a real race), or after waiting for
+  async-proxy reads (wgmma / TMA store).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path, PurePath
+from typing import Any, Iterable
+
+from wsperf.analyses.correctness import Basis, CorrectnessReport, DeadlockReport, Item, deadlock_report
+from wsperf.analyses.worksheet import Barrier, KernelSheet, Wait, analyse
+from wsperf.collectors.bundle import Bundle, read_bundle, resolve
+from wsperf.collectors.errors import InputError, WsperfError
+from wsperf.collectors.sanitizer import Handoff
+from wsperf.collectors.scope import stops
+from wsperf.collectors.ptx import parse, read_ptx
+from wsperf.queries import read_query
+
+SCHEMA = "worksheet_schema.sql"
+# Generated files the worksheet reads, by the kind collect records (collectors/generated.py).
+_READABLE = ("ptx", "cu", "cubin", "binary")
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
+
+
+@dataclass(frozen=True)
+class Loc:
+    """The source line a PTX line came from, and the call it was inlined at."""
+
+    file: str
+    line: int
+    call_file: str | None = None
+    call_line: int | None = None
+
+    def __str__(self) -> str:
+        call = f" (inlined at {PurePath(self.call_file).name}:{self.call_line})" if self.call_file else ""
+        return f"{PurePath(self.file).name}:{self.line}{call}"
+
+
+@dataclass(frozen=True)
+class GeneratedSheet:
+    """A kernel's worksheet and the PTX it was read from."""
+
+    sheet: KernelSheet
+    origin: str  # the file (bundle-relative when from a bundle) and how it was read
+    locations: dict[int, Loc]  # PTX line -> source line
+    text: str  # the PTX module the sheet was read from
+
+    def loc(self, ptx_line: int) -> Loc | None:
+        return self.locations.get(ptx_line)
+
+
+def ptx_locations(text: str) -> dict[int, Loc]:
+    """Every PTX line after a `.loc` directive mapped to that source line (1-based
+    line numbers, as the worksheet's sites give them)."""
+    files = {int(n): path for n, path in _FILE.findall(text)}
+    out: dict[int, Loc] = {}
+    cur: Loc | None = None
+    for no, line in enumerate(text.split("\n"), 1):
+        s = line.lstrip()
+        if s.startswith(".loc"):
+            m = _LOC.match(s)
+            if m:
+                cf = files.get(int(m.group(3))) if m.group(3) else None
+                cur = Loc(files.get(int(m.group(1)), f"file{m.group(1)}"), int(m.group(2)), cf,
+                          int(m.group(4)) if m.group(4) else None)
+            continue
+        if s.startswith((".entry", ".visible", ".func")):
+            cur = None
+        if cur is not None:
+            out[no] = cur
+    return out
+
+
+def sheets(generated: Iterable[tuple[str, Path]], root: Path | None = None) -> tuple[list[GeneratedSheet], list[str]]:
+    """Worksheets of every kernel in the readable generated files; what could not be read."""
+    out: list[GeneratedSheet] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for kind, path in generated:
+        if kind not in _READABLE:
+            continue
+        shown = str(path.relative_to(root)) if root is not None and path.is_relative_to(root) else str(path)
+        try:
+            modules = read_ptx(path)
+        except WsperfError as e:
+            problems.append(f"{shown}: {e}")
+            continue
+        for label, text in modules:
+            try:
+                entries = parse(text)
+            except InputError as e:
+                problems.append(f"{shown}: {e}")
+                continue
+            locs = ptx_locations(text)
+            for e in entries:
+                if e.name in seen:  # the same kernel from the binary and from --source: the first kept
+                    continue
+                seen.add(e.name)
+                out.append(GeneratedSheet(analyse(e, label), shown, locs, text))
+    return out, problems
+
+
+# ---------------------------------------------------------------------------------------
+# a hung warp group -> its barrier
+
+
+@dataclass(frozen=True)
+class WaitHandoff:
+    """The barrier a group of hung warps waits on, read from the worksheet."""
+
+    kernel: str
+    barrier: str
+    role: str  # the worksheet's role of the waiting code (evidence: read from the PTX)
+    parity: str | None
+    ptx_line: int
+    source: str  # the PTX wait's source line
+    init_counts: tuple[int | None, ...]
+    arrivals_per_phase: int | None  # what one phase gets from all arriving roles (None: not derived)
+    arrivers: tuple[str, ...]  # "<kind> by <role>, N thread(s) (line L)"
+    flags: tuple[str, ...]  # worksheet flags on this barrier
+    origin: str
+
+
+def _name(path: str | None) -> str | None:
+    return PurePath(path).name if path else None
+
+
+def _split(where: str | None) -> tuple[str | None, int | None]:
+    if not where or ":" not in where:
+        return None, None
+    f, _, ln = where.rpartition(":")
+    return _name(f), int(ln) if ln.isdigit() else None
+
+
+def wait_handoff(gs: list[GeneratedSheet], function: str, inner_source: str | None,
+                 call_source: str | None) -> WaitHandoff | None:
+    """The worksheet barrier whose PTX wait has the SASS wait's source line. `function`
+    is the kernel (mangled, as cuda-gdb names it); `inner_source` the innermost file:line
+    of the waiting PC; `call_source` the kernel's own line that led there."""
+    ifile, iline = _split(inner_source)
+    cfile, cline = _split(call_source)
+    if iline is None and cline is None:
+        return None
+    for g in gs:
+        if g.sheet.kernel != function:
+            continue
+        hits: list[tuple[int, Barrier, Wait]] = []
+        for b in g.sheet.barriers:
+            for w in b.waiters:
+                loc = g.loc(w.site.line)
+                if loc is None:
+                    continue
+                score = 0
+                if iline is not None and (_name(loc.file), loc.line) == (ifile, iline):
+                    score += 1
+                    if cline is not None and (_name(loc.call_file), loc.call_line) == (cfile, cline):
+                        score += 2
+                elif cline is not None and (_name(loc.file), loc.line) == (cfile, cline):
+                    score += 2  # no inlining: the kernel's own line
+                if score:
+                    hits.append((score, b, w))
+        if not hits:
+            continue
+        best = max(s for s, _, _ in hits)
+        found = {(b.name, w.site.line): (b, w) for s, b, w in hits if s == best}
+        if len(found) != 1 and best < 2:
+            continue  # the helper's line alone names several waits: not decided
+        b, w = next(iter(found.values()))
+        return _handoff(g, b, w)
+    return None
+
+
+def _handoff(g: GeneratedSheet, b: Barrier, w: Wait) -> WaitHandoff:
+    pops: dict[tuple, int | None] = {}
+    arrivers = []
+    for a in b.arrivers:
+        arrivers.append(f"{a.kind} by {a.site.role}, {a.site.threads if a.site.threads is not None else '?'} "
+                        f"thread(s) (PTX line {a.site.line}" + (f", {g.loc(a.site.line)}" if g.loc(a.site.line)
+                                                                 else "") + ")")
+        if a.arrivals:
+            pops[(a.site.role, a.site.threads, a.kind == "tcgen05.commit")] = a.arrivals
+    per_phase = None if not pops or any(v is None for v in pops.values()) else sum(v for v in pops.values() if v)
+    flags = tuple(f.text for f in g.sheet.flags if f.text.startswith(f"{b.name}:"))
+    loc = g.loc(w.site.line)
+    return WaitHandoff(g.sheet.kernel, b.name, w.site.role, w.parity, w.site.line, str(loc) if loc else "?",
+                       tuple(c for _, c in b.inits), per_phase, tuple(dict.fromkeys(arrivers)), flags, g.origin)
+
+
+def deadlock_causes(handoffs: list[tuple[str, str, WaitHandoff]]) -> list[Item]:
+    """Causes read from the joined evidence: (who waits, where, their barrier's sheet)."""
+    E = Basis.EVIDENCE
+    out: list[Item] = []
+    for who, where, h in handoffs:
+        counts = sorted({c for c in h.init_counts if c is not None})
+        if h.flags:
+            for f in h.flags:
+                out.append(Item("cause", f"{who} wait at {where} on {h.barrier}: {f.split(': ', 1)[-1]}", E))
+        elif counts and h.arrivals_per_phase is not None and h.arrivals_per_phase < min(counts):
+            out.append(Item("cause", f"{who} wait at {where} on {h.barrier}, initialized with count "
+                                     f"{min(counts)} that gets {h.arrivals_per_phase} arrival(s) per phase: no phase "
+                                     f"completes; init with {h.arrivals_per_phase}", E))
+    # A cycle: each group waits on a barrier that only the other waiting groups arrive on.
+    waiting_roles = {h.role for _, _, h in handoffs}
+    if len(handoffs) > 1 and not any(i.aspect == "cause" for i in out):
+        blocked = []
+        for who, where, h in handoffs:
+            by = {a.split(" by ", 1)[1].split(",", 1)[0] for a in h.arrivers if " by " in a}
+            if by and by <= waiting_roles:
+                blocked.append(f"{who} wait on {h.barrier} (parity {h.parity or '?'}, {where}), which only "
+                               f"{', '.join(sorted(by))} arrive(s) on")
+        if len(blocked) == len(handoffs):
+            out.append(Item("cause", "; ".join(blocked) + ": every arriver is itself waiting, so no phase can "
+                                     "complete. With matching counts this is the phase: check the parity of each "
+                                     "role's first wait (a producer's first wait on a fresh 'empty' barrier must "
+                                     "pass at once: parity 1)", E))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# how a role releases a stage it read
+
+
+class Release(StrEnum):
+    PER_THREAD = "per-thread-release"  # every reading thread arrives
+    WARP_SYNCED = "warp-synced-single-lane-release"  # bar.warp.sync, then one lane arrives: valid; racecheck reports it
+    UNSYNCED = "unsynced-single-lane-release"  # one lane arrives with no warp sync: a real race
+    ASYNC_PROXY = "async-proxy-read"  # wgmma/TMA reads waited for before the arrive
+
+
+ACCEPTABLE = (Release.WARP_SYNCED.value,)
+_WARP_SYNC = re.compile(r"^\s*(@\S+\s+)?bar\.warp\.sync\b")
+_ASYNC_WAIT = re.compile(r"^\s*(@\S+\s+)?(wgmma\.wait_group|cp\.async\.bulk\.wait_group\.read|"
+                         r"tcgen05\.wait::ld|cp\.async\.bulk\.wait_group)\b")
+
+
+@dataclass(frozen=True)
+class ReleaseClass:
+    kernel: str
+    barrier: str  # the barrier the role releases the stage on (its 'empty')
+    role: str
+    release: Release
+    arrive_line: int  # PTX line
+    source: str | None
+    evidence: str  # what in the PTX decided it
+    check: str  # a falsifiable experiment
+
+
+def releases(gs: list[GeneratedSheet]) -> list[ReleaseClass]:
+    """The release class of every barrier a role arrives on after waiting on another
+    barrier (a consumer's 'empty' after its 'full'), from the PTX between that wait and
+    the arrive."""
+    out = []
+    for g in gs:
+        ptx = g.text.split("\n")
+        for b in g.sheet.barriers:
+            for a in b.arrivers:
+                if a.kind != "arrive" or a.site.via:
+                    continue
+                role = a.site.role
+                # the same role's waits elsewhere: what it read the stage after
+                waits = [w for o in g.sheet.barriers if o is not b for w in o.waiters if w.site.role == role
+                         and w.site.line < a.site.line]
+                if not waits:
+                    continue
+                w = max(waits, key=lambda x: x.site.line)
+                between = ptx[w.site.line:a.site.line - 1]
+                role_threads = w.site.threads
+                loc = g.loc(a.site.line)
+                where = f"PTX lines {w.site.line}-{a.site.line}"
+                if any(_ASYNC_WAIT.match(x) for x in between):
+                    kind, ev = Release.ASYNC_PROXY, f"{where}: the async-proxy reads are waited for before the arrive"
+                elif a.site.threads is None or role_threads is None:
+                    continue
+                elif a.site.threads >= role_threads:
+                    kind, ev = Release.PER_THREAD, f"{where}: all {a.site.threads} threads of {role} arrive"
+                elif any(_WARP_SYNC.match(x) for x in between):
+                    kind, ev = Release.WARP_SYNCED, (f"{where}: bar.warp.sync, then {a.site.threads} of "
+                                                     f"{role_threads} threads arrive (one lane per warp)")
+                else:
+                    kind, ev = Release.UNSYNCED, (f"{where}: {a.site.threads} of {role_threads} threads arrive "
+                                                  "with no bar.warp.sync between the reads and the arrive")
+                out.append(ReleaseClass(g.sheet.kernel, b.name, role, kind, a.site.line, str(loc) if loc else None,
+                                        ev, _CHECK[kind].format(n=role_threads or "N")))
+    return out
+
+
+_CHECK = {
+    Release.WARP_SYNCED: "rebuild with every reading thread arriving (mbarrier.init count = {n}, each thread "
+                         "arrives after its last read, no __syncwarp needed): racecheck's hazards on this stage must "
+                         "vanish; if they do, the one-lane release was only beyond racecheck's model",
+    Release.UNSYNCED: "put __syncwarp() (bar.warp.sync) between the warp's last read of the stage and the one lane's "
+                      "arrive, or let every thread arrive (count = {n}): the hazards must vanish",
+    Release.PER_THREAD: "every reader arrives: a remaining hazard is a missing wait or a wrong parity on the "
+                        "producer's side",
+    Release.ASYNC_PROXY: "the reads are async-proxy (wgmma/TMA): check the wait_group count before the arrive",
+}
+
+
+# ---------------------------------------------------------------------------------------
+# the store
+
+
+def store_sheets(con: Any, gs: list[GeneratedSheet]) -> None:
+    """Write the worksheets into ws_barriers / ws_arrivals / ws_waits / ws_flags
+    (queries/worksheet_schema.sql), replacing earlier rows of the same kernels."""
+    con.execute(read_query(SCHEMA.removesuffix(".sql")))
+    for g in gs:
+        k = g.sheet.kernel
+        for t in ("ws_barriers", "ws_arrivals", "ws_waits", "ws_flags"):
+            con.execute(f"DELETE FROM {t} WHERE kernel = ?", [k])
+        for b in g.sheet.barriers:
+            counts = [c for _, c in b.inits]
+            con.execute("INSERT INTO ws_barriers VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [k, b.name, counts[0] if len(set(counts)) == 1 and counts else None,
+                         b.inits[0][0].line if b.inits else None, b.decided, list(b.slots), g.origin])
+            for a in b.arrivers:
+                loc = g.loc(a.site.line)
+                con.execute("INSERT INTO ws_arrivals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [k, b.name, a.site.role, a.site.threads, a.kind, a.arrivals, a.tx_bytes, a.site.line,
+                             loc.file if loc else None, loc.line if loc else None])
+            for w in b.waiters:
+                loc = g.loc(w.site.line)
+                con.execute("INSERT INTO ws_waits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [k, b.name, w.site.role, w.site.threads, w.parity, w.site.line,
+                             loc.file if loc else None, loc.line if loc else None,
+                             loc.call_file if loc else None, loc.call_line if loc else None])
+        for f in g.sheet.flags:
+            con.execute("INSERT INTO ws_flags VALUES (?, ?, ?, ?, ?, ?)",
+                        [k, f.code, f.name, f.text, f.basis.value, f.line])
+
+
+# ---------------------------------------------------------------------------------------
+# the reports, joined
+
+
+def deadlock(ev: Any) -> DeadlockReport:
+    """The deadlock report of `ev` (analyses.evidence.Evidence) with each wait group tied
+    to its barrier in the worksheet: roles read from the PTX (evidence), and the cause a
+    worksheet flag or the barrier's counts give, first. The generic causes stay, as
+    assumptions, only where no evidence decides."""
+    rep = deadlock_report(ev)
+    if not rep.groups:
+        return rep
+    gs = list(ev.sheets)
+    if not gs:
+        kernels = ", ".join(dict.fromkeys(g.function for g in rep.groups))
+        settle = (f"no generated code of {kernels} in the bundle, so the barrier each group waits on, its init "
+                  "count and its arrivals are not known: give the kernel's PTX or source "
+                  "(`wsperf analyze BUNDLE --source kernel.cu`, or `wsperf collect --source ...`), or rebuild with "
+                  "PTX embedded (-gencode arch=compute_90a,code=[sm_90a,compute_90a]) and -lineinfo")
+        return replace(rep, settle=settle)
+    found = [wait_handoff(gs, g.function, g.inner_source, g.source) for g in rep.groups]
+    groups = []
+    joined = []
+    for g, h in zip(rep.groups, found):
+        if h is None:
+            groups.append(g)
+            continue
+        role = h.role.split(" (", 1)[0]
+        groups.append(replace(g, role=role, role_basis=Basis.EVIDENCE,
+                              role_reason=f"the PTX wait at line {h.ptx_line} ({h.source}) is in the worksheet's "
+                                          f"role {h.role}"))
+        who = f"{role}s ({h.role.split(' (', 1)[1].rstrip(')')})" if " (" in h.role else h.role
+        joined.append((who, g.source or h.source, h))
+    causes = deadlock_causes(joined)
+    settle = ""
+    if not any(found):
+        settle = (f"the generated code ({', '.join(dict.fromkeys(g.origin for g in gs))}) has no wait at the hung "
+                  "warps' source lines: rebuild with -lineinfo (or give the source that was built) so each wait "
+                  "maps to its barrier")
+    if causes:
+        # The worksheet decided: the generic checklist (assumptions) is left out.
+        all_causes = tuple(causes + [c for c in rep.causes if c.basis is Basis.EVIDENCE])
+    else:
+        all_causes = rep.causes
+    return replace(rep, groups=tuple(groups), causes=all_causes, handoffs=tuple(found), settle=settle)
+
+
+def races(ev: Any, corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:
+    """The release classes of the kernels racecheck names (user's kernels only)."""
+    kernels = {k for g in corr.groups if g.handoff is Handoff.RACE for k in g.kernels}
+    if not kernels:
+        return ()
+    gs = [g for g in ev.sheets if g.sheet.kernel in kernels or _demangled_in(g.sheet.kernel, kernels)]
+    return tuple(r for r in releases(gs))
+
+
+def _demangled_in(mangled: str, names: set[str]) -> bool:
+    # compute-sanitizer names kernels demangled ("void ws_stream<...>(...)"), PTX mangled:
+    # the mangled name holds the function's identifier.
+    return any(_ident(n) and _ident(n) in mangled for n in names)
+
+
+def _ident(demangled: str) -> str | None:
+    m = re.search(r"([A-Za-z_]\w*)\s*(<|\()", demangled)
+    return m.group(1) if m else None
+
+
+def release_judge(kernel: str | None, accepted: tuple[str, ...]):
+    """collect's judge (collectors/collect.Judge): stop on any error of the user's kernels,
+    except racecheck findings in a kernel whose every release of a stage is of a class
+    the user accepted (`--accept-race`), read from the bundle's generated code."""
+    def judge(root: Path, outputs: list) -> tuple[bool, list[str]]:
+        stopping = [f for _, out in outputs for f in out.findings if stops(f, kernel)]
+        if not stopping:
+            return False, []
+        races_ = [f for f in stopping if f.classification is Handoff.RACE]
+        if not accepted or len(races_) != len(stopping):
+            return True, []
+        gs, _ = sheets(generated_files(read_bundle(root)), root)
+        kernels = {f.kernel for f in races_ if f.kernel}
+        cls = releases([g for g in gs if g.sheet.kernel in kernels or _demangled_in(g.sheet.kernel, kernels)])
+        if not cls or any(c.release.value not in accepted for c in cls):
+            return True, []
+        return False, sorted({c.release.value for c in cls})
+    return judge
+
+
+def generated_files(b: Bundle) -> list[tuple[str, Path]]:
+    """(kind, path) of the generated code the bundle `b`'s manifest lists."""
+    out = []
+    for r in b.runs:
+        if r.phase == "generated":
+            for key, rel in r.outputs.items():
+                p = resolve(b.root, rel)
+                if p.is_file():
+                    out.append((key.split(":", 1)[0], p))
+    return out

@@ -1,0 +1,197 @@
+"""The handoff rule, as every command that reads bundles applies it: a hang gets the
+deadlock report (exit 4), sanitizer errors in the user's kernels the correctness report
+(exit 3), incomplete sanitizer evidence the unverified report (exit 5); only then do
+performance verdicts follow. Findings inside library kernels (cuBLAS, cuDNN, ...) and
+acceptances recorded at collect time travel with the verdicts as caveats."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+from rich.table import Table
+from rich.text import Text
+
+from wsperf.analyses.correctness import CorrectnessReport, DeadlockReport, correctness_report
+from wsperf.analyses.evidence import Evidence, Verification
+from wsperf.analyses.handoffs import ReleaseClass, deadlock, races
+from wsperf.cli import render
+from wsperf.cli.common import emit, out
+from wsperf.cli.render import OutputFormat, md, plain
+from wsperf.collectors.errors import ExitCode
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What the handoff rule decided: the exit code so far, and the caveats every
+    verdict printed after it must carry."""
+
+    code: int
+    caveats: tuple[str, ...]
+
+    def allows_verdicts(self, allow_unverified: bool) -> bool:
+        return self.code == ExitCode.OK or (self.code == ExitCode.UNVERIFIED and allow_unverified)
+
+
+def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = False) -> Gate:
+    """Apply the rule to `evidence`, printing the report it calls for."""
+    code = ExitCode.OK
+    if evidence.hang is not None:
+        emit(fmt, deadlock(evidence), _deadlock_text, render.deadlock_json, _deadlock_markdown)
+        code = ExitCode.DEADLOCK
+    corr = correctness_report(evidence.sanitizer, evidence.kernel_filter)
+    ver = evidence.verification
+    if corr.broken:
+        emit(fmt, (corr, ver, races(evidence, corr)), _correctness_text, _correctness_json, _correctness_markdown)
+        return Gate(code or ExitCode.CORRECTNESS, ())
+    caveats = list(_vendor_caveats(corr)) + list(corr.filter_artifacts)
+    if ver is not None and ver.accepted:
+        caveats.append("accepted at collect time (--accept-race): " + ", ".join(ver.accepted)
+                       + "; racecheck's findings of that class did not stop this bundle")
+    if code:
+        return Gate(code, tuple(caveats))
+    if ver is not None and not ver.verified:
+        caveats = [f"correctness unverified: {p}" for p in ver.problems] + caveats
+        if not allow_unverified or fmt is not OutputFormat.json:
+            emit(fmt, ver, _unverified_text, _unverified_json, _unverified_markdown)
+        return Gate(ExitCode.UNVERIFIED, tuple(caveats))
+    return Gate(ExitCode.OK, tuple(caveats))
+
+
+def with_caveats(fmt: OutputFormat, caveats: tuple[str, ...], verdicts, text, as_json, as_markdown) -> None:
+    """Emit performance verdicts with the gate's caveats: a `caveats` list in JSON, a
+    quoted paragraph in Markdown, yellow lines before the text."""
+    if not caveats:
+        emit(fmt, verdicts, text, as_json, as_markdown)
+    elif fmt is OutputFormat.json:
+        doc = json.loads(as_json(verdicts))
+        doc = {"caveats": list(caveats), **doc} if isinstance(doc, dict) else {"caveats": list(caveats),
+                                                                                "result": doc}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    elif fmt is OutputFormat.markdown:
+        sys.stdout.write("".join(f"> **Caveat:** {md(c)}\n>\n" for c in caveats) + "\n" + as_markdown(verdicts))
+    else:
+        for c in caveats:
+            out.print(Text.assemble(("Caveat: ", "bold yellow"), plain(c)), soft_wrap=True)
+        text(verdicts, out)
+
+
+def _vendor_caveats(corr: CorrectnessReport) -> list[str]:
+    return [f"{v.tool or 'the sanitizer'} reported {v.findings} finding(s)"
+            + (f" ({v.hazards:,} hazards)" if v.hazards else "")
+            + f" inside {v.library}'s kernel {v.kernel}: a library kernel, not a handoff of yours; listed, not "
+              "judged (name it with --kernel to judge it)" for v in corr.vendor]
+
+
+# ---------------------------------------------------------------------------------------
+# renderers: the correctness report with what the gate adds, and the unverified report
+
+
+def _correctness_text(value: tuple[CorrectnessReport, Verification | None, tuple[ReleaseClass, ...]], console
+                      ) -> None:
+    corr, ver, rel = value
+    render.correctness_text(corr, console)
+    if rel:
+        t = Table(title="how each role releases the stage it read (from the generated PTX)", title_justify="left")
+        for c in ("kernel", "barrier", "role", "release", "evidence", "check"):
+            t.add_column(c)
+        for r in rel:
+            t.add_row(plain(_short(r.kernel)), plain(r.barrier), plain(r.role),
+                      Text(r.release.value, style="yellow" if r.release.value == "warp-synced-single-lane-release"
+                           else "red" if r.release.value == "unsynced-single-lane-release" else ""),
+                      plain(r.evidence + (f" ({r.source})" if r.source else "")), plain(r.check))
+        console.print(t)
+    for c in _vendor_caveats(corr) + list(corr.filter_artifacts):
+        console.print(Text.assemble(("not counted: ", "bold yellow"), plain(c)), soft_wrap=True)
+    if ver is not None and not ver.verified:
+        for p in ver.problems:
+            console.print(Text.assemble(("also unverified: ", "bold yellow"), plain(p)), soft_wrap=True)
+
+
+def _short(kernel: str) -> str:
+    return kernel if len(kernel) <= 48 else kernel[:45] + "..."
+
+
+def _deadlock_text(rep: DeadlockReport, console) -> None:
+    render.deadlock_text(rep, console)
+    rows = [(g, h) for g, h in zip(rep.groups, rep.handoffs) if h is not None]
+    if rows:
+        t = Table(title="the barrier each group waits on (worksheet of the generated code)", title_justify="left")
+        for c in ("role", "barrier", "init count", "arrivals/phase", "parity", "PTX wait", "arrivers"):
+            t.add_column(c)
+        for g, h in rows:
+            t.add_row(plain(h.role), plain(h.barrier), ", ".join(str(c) for c in dict.fromkeys(h.init_counts)),
+                      str(h.arrivals_per_phase if h.arrivals_per_phase is not None else "?"), plain(h.parity or "?"),
+                      plain(f"line {h.ptx_line} ({h.source})"), plain("; ".join(h.arrivers)))
+        console.print(t)
+    if rep.settle:
+        console.print(Text.assemble(("to settle it: ", "bold yellow"), plain(rep.settle)), soft_wrap=True)
+
+
+def _deadlock_markdown(rep: DeadlockReport) -> str:
+    out = render.deadlock_markdown(rep)
+    rows = [(g, h) for g, h in zip(rep.groups, rep.handoffs) if h is not None]
+    if rows:
+        out += "\n| role | barrier | init count | arrivals/phase | parity | PTX wait |\n| --- | --- | --- | --- | --- | --- |\n"
+        out += "".join(f"| {md(h.role)} | {md(h.barrier)} | {', '.join(str(c) for c in dict.fromkeys(h.init_counts))} "
+                       f"| {h.arrivals_per_phase if h.arrivals_per_phase is not None else '?'} | {md(h.parity or '?')} "
+                       f"| line {h.ptx_line} ({md(h.source)}) |\n" for _, h in rows)
+    if rep.settle:
+        out += f"\n*To settle it:* {md(rep.settle)}\n"
+    return out
+
+
+def _gate_fields(corr: CorrectnessReport, ver: Verification | None) -> dict:
+    return {"vendor_findings": [v.__dict__ for v in corr.vendor], "filter_artifacts": list(corr.filter_artifacts),
+            "kernel_filter": corr.kernel_filter,
+            "verification": None if ver is None else {"verified": ver.verified, "problems": list(ver.problems),
+                                                      "tools": list(ver.tools), "accepted": list(ver.accepted)}}
+
+
+def _releases(rel: tuple[ReleaseClass, ...]) -> list[dict]:
+    return [{"kernel": r.kernel, "barrier": r.barrier, "role": r.role, "release": r.release.value,
+             "ptx_line": r.arrive_line, "source": r.source, "evidence": r.evidence, "check": r.check} for r in rel]
+
+
+def _correctness_json(value: tuple[CorrectnessReport, Verification | None, tuple[ReleaseClass, ...]]) -> str:
+    corr, ver, rel = value
+    return json.dumps({**json.loads(render.correctness_json(corr)), **_gate_fields(corr, ver),
+                       "releases": _releases(rel)}, indent=2)
+
+
+def _correctness_markdown(value: tuple[CorrectnessReport, Verification | None, tuple[ReleaseClass, ...]]) -> str:
+    corr, ver, rel = value
+    extra = [f"- not counted: {md(c)}" for c in _vendor_caveats(corr) + list(corr.filter_artifacts)]
+    extra += [f"- release on `{md(r.barrier)}` by {md(r.role)}: **{r.release.value}** ({md(r.evidence)}); check: "
+              f"{md(r.check)}" for r in rel]
+    if ver is not None and not ver.verified:
+        extra += [f"- also unverified: {md(p)}" for p in ver.problems]
+    return render.correctness_markdown(corr) + ("\n" + "\n".join(extra) + "\n" if extra else "")
+
+
+_UNVERIFIED = ("Correctness is unverified: the sanitizer's evidence is incomplete, so no performance verdicts "
+               "are given (exit 5).")
+_NEXT = ("Collect again (a larger --timeout, or --kernel to check only your kernel), or pass --allow-unverified "
+         "to see the verdicts marked unverified.")
+
+
+def _unverified_text(ver: Verification, console) -> None:
+    console.print(Text(_UNVERIFIED, style="bold yellow"))
+    for p in ver.problems:
+        console.print(Text.assemble("  - ", plain(p)), soft_wrap=True)
+    if ver.tools:
+        console.print(plain(f"  read whole: {', '.join(ver.tools)}"))
+    console.print(plain(_NEXT))
+
+
+def _unverified_json(ver: Verification) -> str:
+    return json.dumps({"outcome": "unverified", "exit_code": ExitCode.UNVERIFIED, "problems": list(ver.problems),
+                       "tools_read": list(ver.tools), "next": _NEXT}, indent=2)
+
+
+def _unverified_markdown(ver: Verification) -> str:
+    lines = [f"**{_UNVERIFIED}**", ""] + [f"- {md(p)}" for p in ver.problems]
+    if ver.tools:
+        lines += ["", f"Read whole: {', '.join(ver.tools)}."]
+    return "\n".join(lines + ["", _NEXT, ""])

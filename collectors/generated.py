@@ -1,0 +1,110 @@
+"""The generated code of a repro, kept in its bundle (`generated/`): what the debugging
+method reads next to the symptom (PTX, SASS), and what `wsperf analyze` fills the handoff
+worksheet from.
+
+Three sources, each recorded in the manifest as a `generated` run whose outputs map
+`<kind>:<name>` to a bundle-relative file:
+
+- the repro's own executable (an ELF with CUDA code): `cuobjdump -ptx` (the PTX modules
+  it embeds; none when it was built with `code=sm_XXa` only) and `cuobjdump -sass`;
+- Triton: every run of the repro gets `TRITON_CACHE_DIR=<bundle>/generated/triton`, so
+  Triton writes each kernel's .ttir/.ttgir/.llir/.ptx/.cubin/.json there (and the
+  sanitizer and ncu runs reuse them instead of compiling again);
+- `--source FILE` (repeatable): .cu, .ptx, .cubin or a fatbin, copied as given: TVM/TIRx
+  generated CUDA, a CUTLASS build, the source of a binary built without PTX.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from wsperf.collectors.bundle import RunRecord
+from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import input_stat
+from wsperf.collectors.process import is_elf, run_bounded
+
+GENERATED = "generated"
+TRITON_CACHE = "generated/triton"
+SOURCES = "generated/sources"
+# What a --source may be, by suffix; anything else is refused before the repro runs.
+SOURCE_SUFFIXES = (".cu", ".cuh", ".ptx", ".cubin", ".fatbin", ".o", ".so", ".ptx.txt")
+MAX_SOURCE_BYTES = 1 << 30
+# Triton's cache holds a folder per compiled kernel; these are the files kept per kernel.
+TRITON_KINDS = {".ptx": "ptx", ".cubin": "cubin", ".ttgir": "ttgir", ".ttir": "ttir", ".llir": "llir",
+                ".json": "json", ".source": "source"}
+_TOOL_S = 120
+
+
+def check_sources(sources: tuple[str, ...]) -> None:
+    """Refuse a --source that is not a readable regular file of a known kind."""
+    for s in sources:
+        p = Path(s)
+        if not any(p.name.endswith(x) for x in SOURCE_SUFFIXES):
+            raise InputError(f"--source {s}: not a kind wsperf reads ({', '.join(SOURCE_SUFFIXES)})")
+        input_stat(p, kind="a --source file", limit=MAX_SOURCE_BYTES)
+
+
+def keep_binary_code(st: Any, exe: str, cuobjdump: str | None) -> None:
+    """`cuobjdump -ptx` and `-sass` of the repro's executable into generated/."""
+    if cuobjdump is None or not is_elf(exe):
+        return
+    name = Path(exe).name
+    outputs = {}
+    for flag, kind in (("-ptx", "ptx"), ("-sass", "sass")):
+        rel = f"{GENERATED}/{name}.{kind}"
+        done = run_bounded([cuobjdump, flag, exe], timeout=_TOOL_S, stdout_file=st.root / rel)
+        out = {f"{kind}:{name}": rel} if done.exit_code == 0 and (st.root / rel).stat().st_size > 0 else {}
+        st.record("generated", "cuobjdump", done, f"{GENERATED}/cuobjdump{flag}", outputs=out, stdout_at=rel)
+        outputs.update(out)
+    if "ptx:" + name not in outputs:
+        st.warnings.append(f"{exe} embeds no PTX (built with code=sm_XXa only?): the handoff worksheet needs the "
+                           "kernel's PTX or source: give it with --source FILE (.cu or .ptx)")
+    st.generated.update(outputs)
+
+
+def keep_sources(st: Any, sources: tuple[str, ...]) -> None:
+    """Copy each --source file into generated/sources/ and record where it came from."""
+    if not sources:
+        return
+    dest = st.root / SOURCES
+    dest.mkdir(parents=True, exist_ok=True)
+    outputs = {}
+    for i, s in enumerate(sources):
+        p = Path(s)
+        target = dest / (p.name if not (dest / p.name).exists() else f"{i}-{p.name}")
+        shutil.copyfile(p, target)
+        outputs[f"{source_kind(p)}:{p.name}"] = str(target.relative_to(st.root))
+    st.runs.append(RunRecord("generated", "source", ["--source", *sources], 0, 0.0, outputs=outputs,
+                             note="copied from " + ", ".join(str(Path(s).resolve()) for s in sources)))
+    st.generated.update(outputs)
+    st.flush()
+
+
+def keep_triton_cache(st: Any) -> None:
+    """Record what Triton compiled into generated/triton during the plain run."""
+    cache = st.root / TRITON_CACHE
+    if not cache.is_dir():
+        return
+    outputs = {}
+    for f in sorted(cache.rglob("*")):
+        kind = TRITON_KINDS.get(f.suffix)
+        if kind is None or not f.is_file() or f.is_symlink():
+            continue
+        if f.name.startswith("__grp__"):  # Triton's index of a kernel's files, not a kernel's
+            continue
+        outputs[f"{kind}:{f.parent.name}/{f.name}"] = str(f.relative_to(st.root))
+    if outputs:
+        st.runs.append(RunRecord("generated", "triton", [], 0, 0.0, outputs=outputs,
+                                 note=f"Triton's cache (TRITON_CACHE_DIR={TRITON_CACHE}) after the plain run"))
+        st.generated.update(outputs)
+        st.flush()
+
+
+def source_kind(p: Path) -> str:
+    """The kind a generated file is recorded as, by its name: ptx, cu, cubin or binary."""
+    for suffix, kind in ((".ptx", "ptx"), (".cu", "cu"), (".cuh", "cu"), (".cubin", "cubin")):
+        if p.name.endswith(suffix):
+            return kind
+    return "binary"

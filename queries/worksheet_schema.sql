@@ -1,0 +1,58 @@
+/*
+What `wsperf.analyses.handoffs.store_sheets` writes: the handoff worksheet (`wsperf
+worksheet`, analyses/worksheet.py) of the generated code a bundle keeps (collect's
+generated/ folder, or `--source` files), one set of rows per kernel, so SQL can join it
+with the hang capture, the sanitizer's findings and the profile by kernel name (the
+mangled `.entry` name, as cuda-gdb, compute-sanitizer and Nsight Compute name it) and by
+source line. Applied before the rows are written; idempotent.
+
+Barriers are the worksheet's: a (symbol, byte offset) that an mbarrier.init initializes,
+or the group of them one ring-indexed operation may address. PTX lines are 1-based lines
+of the PTX module read; source lines come from its `.loc` directives (NULL when the code
+was built without -lineinfo / -G).
+*/
+
+CREATE TABLE IF NOT EXISTS ws_barriers (
+    kernel VARCHAR NOT NULL,      -- the kernel's .entry name (mangled)
+    barrier VARCHAR NOT NULL,     -- symbol, symbol+offset or symbol+{offsets} (a ring's stages)
+    init_count INTEGER,           -- mbarrier.init's count; NULL: not a constant, or its barriers differ
+    init_ptx_line INTEGER,        -- where it is initialized
+    decided BOOLEAN NOT NULL,     -- false: some operation's index is not decided by the PTX (any barrier of the symbol)
+    slots INTEGER[],              -- byte offsets of the barriers in the group, from the symbol
+    origin VARCHAR NOT NULL       -- the generated file the sheet was read from
+);
+
+CREATE TABLE IF NOT EXISTS ws_arrivals (
+    kernel VARCHAR NOT NULL,
+    barrier VARCHAR NOT NULL,     -- ws_barriers.barrier
+    role VARCHAR NOT NULL,        -- the worksheet's role of the arriving code, e.g. 'consumer (warps 1-4)'
+    threads INTEGER,              -- threads of the CTA that execute the arrive; NULL: not derived
+    kind VARCHAR NOT NULL,        -- arrive | arrive.expect_tx | complete_tx | tcgen05.commit | cp.async.mbarrier.arrive
+    arrivals INTEGER,             -- arrivals it adds per phase (threads x 1; 0 for complete_tx); NULL: not derived
+    tx_bytes VARCHAR,             -- expect_tx / complete_tx byte count as written
+    ptx_line INTEGER NOT NULL,
+    source_file VARCHAR,          -- the .loc of the PTX line: file
+    source_line INTEGER           -- and line
+);
+
+CREATE TABLE IF NOT EXISTS ws_waits (
+    kernel VARCHAR NOT NULL,
+    barrier VARCHAR NOT NULL,     -- ws_barriers.barrier
+    role VARCHAR NOT NULL,        -- the worksheet's role of the waiting code
+    threads INTEGER,              -- threads that execute the wait; NULL: not derived
+    parity VARCHAR,               -- the parity operand as the sheet resolved it
+    ptx_line INTEGER NOT NULL,
+    source_file VARCHAR,          -- the .loc of the wait: the innermost file (an inlined wait helper's)
+    source_line INTEGER,
+    call_file VARCHAR,            -- the inlined_at of that .loc: the caller's file
+    call_line INTEGER             -- and line (what cuda-gdb shows as the kernel's own line)
+);
+
+CREATE TABLE IF NOT EXISTS ws_flags (
+    kernel VARCHAR NOT NULL,
+    code INTEGER NOT NULL,        -- 1 init-in-role, 2 init-count, 3 cta-barrier-in-role, 4 tmem-not-freed, 5 missing-proxy-fence
+    name VARCHAR NOT NULL,
+    text VARCHAR NOT NULL,        -- the sheet's sentence: what is wrong and the fix
+    basis VARCHAR NOT NULL,       -- evidence | assumption
+    ptx_line INTEGER
+);
