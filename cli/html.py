@@ -19,7 +19,8 @@ import altair as alt
 from wsperf.analyses.analyze import KernelAnalysis
 from wsperf.analyses.compare import CompareResult, KernelComparison
 from wsperf.cli import charts as ch
-from wsperf.cli.render import dims, duration, plain, regs_smem, ws_text
+from wsperf.cli.compare import value as figure_value
+from wsperf.cli.render import dims, duration, ncu_text, plain, regs_smem, ws_text
 from wsperf.collectors.files import check_output, write_output
 
 _CSS = """
@@ -137,7 +138,7 @@ def _ncu_rules(a: KernelAnalysis) -> str:
     if not rules:
         return '<h3>Nsight Compute rules</h3>\n<p class="muted">none in the report</p>\n'
     rows = [[_e(r.rule_id), _e(r.section_id or ""), _e(r.msg_type or ""),
-             (f"<b>{_e(r.title)}</b> " if r.title else "") + _e(r.message),
+             (f"<b>{_e(r.title)}</b> " if r.title else "") + _e(ncu_text(r.message)),
              "" if r.estimated_speedup is None else f"{r.estimated_speedup:.1f}%"] for r in rules]
     return "<h3>Nsight Compute rules</h3>\n" + _table(["rule", "section", "type", "message", "est. speedup"],
                                                       rows, (4,))
@@ -208,7 +209,8 @@ def analysis_fragment(analyses: list[KernelAnalysis]) -> str:
 # ---------------------------------------------------------------------------------
 
 def _kernel_comparison(k: KernelComparison) -> str:
-    fig = [[f"<code>{_e(f.name)}</code>", _e(f.kind), _e(_fmt(f.base)), _e(_fmt(f.cand)),
+    # Values in their unit, as text and Markdown print them (144.4 us, 96.2%).
+    fig = [[f"<code>{_e(f.name)}</code>", _e(f.kind), _e(figure_value(f, f.base)), _e(figure_value(f, f.cand)),
             "n/a" if f.delta_pct is None else f"{f.delta_pct:+.1f}%",
             "n/a" if f.p_value is None else f"{f.p_value:.3g}",
             "n/a" if f.threshold_pct is None else f"{f.threshold_pct:g}%",
@@ -228,7 +230,7 @@ def _kernel_comparison(k: KernelComparison) -> str:
     return (head + "<h3>Figures</h3>\n"
             + _table(["figure", "kind", "base", "candidate", "change", "p", "threshold", "verdict", "unit", "note"],
                      fig, (2, 3, 4, 5, 6))
-            + ("<h3>Hypotheses</h3>\n" + _table(["hypothesis", "base", "candidate", "", "candidate says"], ver)
+            + ("<h3>Hypotheses</h3>\n" + _table(["hypothesis", "base", "candidate", "change", "candidate says"], ver)
                if ver else ""))
 
 

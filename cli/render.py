@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+import wsperf
 from wsperf.analyses.analyze import KernelAnalysis
 from wsperf.analyses.summary import LaunchSummary
 from wsperf.collectors.environment import Environment
@@ -102,7 +103,7 @@ def _summary_table(s: LaunchSummary, ws: str) -> Table:
               show_header=False, title_justify="left", box=None, pad_edge=False)
     t.add_column(style="cyan", no_wrap=True)
     t.add_column()
-    t.add_row("kernel", plain(s.demangled))
+    t.add_row("kernel", plain(fold_name(s.demangled)))
     t.add_row("report", plain(s.report))
     t.add_row("device", plain(f"{s.device or 'unknown'} ({s.arch or '?'})"))
     t.add_row("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {_cluster(s)}")
@@ -112,6 +113,38 @@ def _summary_table(s: LaunchSummary, ws: str) -> Table:
         t.add_row(k, v)
     t.add_row("warp-specialized", ws)
     return t
+
+
+# A demangled name longer than this is folded for people (CUTLASS names run to thousands
+# of characters); JSON keeps it whole (`demangled`).
+_MAX_NAME = 100
+
+
+def fold_name(name: str | None) -> str:
+    """A long C++ name with its template arguments (and then its parameters) folded to
+    `<...>` / `(...)`: `void cutlass::device_kernel<...>(...)`. Short names are kept."""
+    name = name or "?"
+    if len(name) <= _MAX_NAME:
+        return name
+    out, depth = [], 0
+    for c in name:  # keep the outermost brackets, drop what they hold
+        if c == "<":
+            if depth == 0:
+                out.append("<...>")
+            depth += 1
+        elif c == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(c)
+    folded = "".join(out)
+    if len(folded) > _MAX_NAME and "(" in folded:
+        folded = folded[:folded.index("(")] + "(...)"
+    return folded
+
+
+def version() -> str:
+    """The wsperf version every JSON output and `doctor` carry."""
+    return wsperf.version()
 
 
 def regs_smem(s: LaunchSummary) -> str:
@@ -149,6 +182,32 @@ def _findings_table(a: KernelAnalysis) -> Table:
     return t
 
 
+# Nsight Compute's rule messages carry their own markup (@section:Name:...@ links); a
+# line shows the text only, and the first sentence of the message.
+_NCU_MARKUP = re.compile(r"@[a-z]+:([^:@]*)(?::[^@]*)?@")
+_NCU_RULES_SHOWN = 3
+
+
+def ncu_text(message: str | None) -> str:
+    """A rule message as plain text: `@section:WarpStateStats:Warp State@` -> `Warp State`
+    (the link's label when it has one, else its target)."""
+    return _NCU_MARKUP.sub(lambda m: m.group(0).strip("@").split(":")[-1] or m.group(1), message or "")
+
+
+def ncu_rule_lines(s: LaunchSummary) -> list[str]:
+    """The relevant Nsight Compute rules of a launch, briefly: warnings and optimization
+    hints with the most estimated speedup first, at most three, one sentence each."""
+    rules = [r for r in s.ncu_rules if (r.msg_type or "").upper() in ("WARNING", "OPTIMIZATION", "OPT")
+             or r.estimated_speedup]
+    out = []
+    for r in [r for r in rules if r.message][:_NCU_RULES_SHOWN]:
+        text = " ".join(ncu_text(r.message).split())
+        first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+        speed = f" (est. speedup {r.estimated_speedup:.0f}%)" if r.estimated_speedup else ""
+        out.append(f"{r.title or r.rule_id}{speed}: {first[:200]}")
+    return out
+
+
 def _num(v: int | None) -> str:
     return "n/a" if v is None else f"{v:,}"
 
@@ -162,6 +221,8 @@ def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:
         console.print(Text(a.headline(), style=_OUTCOME_STYLE[a.outcome.value]))
         for line in a.look_next():
             console.print(plain(line))
+        for line in ncu_rule_lines(a.summary):
+            console.print(Text.assemble(("ncu ", "dim"), plain(line)))
         for f in a.findings:
             if f.status.value == "confirmed":
                 console.print(Text.assemble(("remedy ", "bold"), (f.id, "bold red"), ": ", plain(f.remedy)))
@@ -183,7 +244,8 @@ def _jsonable(obj: Any) -> Any:
 
 
 def analyses_json(analyses: list[KernelAnalysis]) -> str:
-    return json.dumps({"kernels": [analysis_dict(a) for a in analyses]}, indent=2, default=str, allow_nan=False)
+    return json.dumps({"wsperf_version": version(), "kernels": [analysis_dict(a) for a in analyses]}, indent=2,
+                      default=str, allow_nan=False)
 
 
 def analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
@@ -232,6 +294,8 @@ def analyses_markdown(analyses: list[KernelAnalysis]) -> str:
                 "| hypothesis | verdict | evidence |", "| --- | --- | --- |"]
         out += [f"| {f.id} | **{f.status.value}** | {md(f.summary)} |" for f in a.findings]
         out += ["", *[f"- {md(line)}" for line in a.look_next()]] if a.look_next() else []
+        rules = ncu_rule_lines(a.summary)
+        out += ["", "Nsight Compute's rules:", "", *[f"- {md(line)}" for line in rules]] if rules else []
         for f in a.findings:
             if f.status.value == "confirmed":
                 out += ["", f"*Remedy for {f.id}:* {md(f.remedy)}"]
@@ -299,7 +363,19 @@ def environment_text(env: Environment, console: Console) -> None:
 def environment_json(env: Environment) -> str:
     d = _jsonable(env)
     d["gpus"] = [dict(_jsonable(g), arch=g.arch) for g in env.gpus]
-    return json.dumps(d, indent=2)
+    return json.dumps({"wsperf_version": version(), **d}, indent=2)
+
+
+def environment_markdown(env: Environment) -> str:
+    """`wsperf doctor -f markdown`: the same checks as a table for an issue or a PR."""
+    rows = [("python", env.python, env.platform), ("wsperf", env.wsperf, "")]
+    rows += [(n, v or "MISSING", "") for n, v in env.packages.items() if v or n in ("ncu-report", "duckdb")]
+    rows += [(t.name, t.version or "not found", t.path or t.note) for t in env.tools]
+    rows += ([(f"gpu {g.index}", g.name, f"{g.arch} (cc {g.compute_capability}), driver {g.driver}")
+              for g in env.gpus] or [("gpu", "none", env.gpu_note)])
+    out = ["| check | found | where / note |", "| --- | --- | --- |"]
+    out += [f"| {md(a)} | {md(b)} | {md(c or '')} |" for a, b, c in rows]
+    return "\n".join(out) + "\n"
 
 
 def records_table(columns: list[str], rows: Iterable[tuple], console: Console) -> None:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+import wsperf
+from support import wsperf as run_cli
 from wsperf.analyses.analyze import Outcome, analyze
 from wsperf.cli import html, render
 from wsperf.collectors.ncu import load_reports
@@ -104,3 +107,54 @@ def test_nothing_confirmed_says_what_was_ruled_out_and_where_to_look(fixtures_an
     assert "look next" in render.analyses_markdown([a])
     # A confirmed finding needs no such line.
     assert fixtures_analyzed["gemm_ffma"].look_next() == []
+
+
+def test_long_cpp_names_are_folded_for_people_and_whole_in_json():
+    con = open_store(None)
+    load_reports(con, [REPORTS / "gemm_wgmma_tma.ncu-rep"])
+    results = analyze(con)
+    full = results[0].summary.demangled
+    assert len(full) > 100 and full.startswith("void gemm_ws<(bool)1>(")
+    text = _text(results)
+    assert "void gemm_ws<...>(" in text and full not in text
+    assert _strict(render.analyses_json(results))["kernels"][0]["demangled"] == full
+    # A CUTLASS-sized name: the template arguments fold first, then the parameters.
+    cutlass = ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int>, "
+               "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<4, "
+               "cute::tuple<cute::C<2>>>, float>, void>>(T1::Params)")
+    assert render.fold_name(cutlass) == "void cutlass::device_kernel<...>(T1::Params)"
+    assert render.fold_name("saxpy(int, float)") == "saxpy(int, float)"
+
+
+def test_ncu_rules_are_shown_briefly_as_text(fixtures_analyzed):
+    a = fixtures_analyzed["gemm_ffma"]
+    assert any("@section:" in (r.message or "") for r in a.summary.ncu_rules)  # the raw markup exists
+    lines = render.ncu_rule_lines(a.summary)
+    assert 1 <= len(lines) <= 3 and all("@" not in x for x in lines)
+    assert "est. speedup" in lines[0]
+    assert lines[0][:50] in _text([a]) and "Nsight Compute's rules" in render.analyses_markdown([a])
+    page = html.analysis_page([a], with_charts=False)
+    assert "@section:" not in page and "Warp Stall Sampling (All Samples)" in page
+
+
+def test_version_in_every_json_and_doctor_markdown():
+    p = run_cli("analyze", REPORTS / "gemm_ffma.ncu-rep", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert _strict(p.stdout)["wsperf_version"] == wsperf.version()
+    d = run_cli("doctor", "--format", "json")
+    assert _strict(d.stdout)["wsperf_version"] == wsperf.version()
+    m = run_cli("doctor", "--format", "markdown")
+    assert m.returncode == 0 and m.stdout.startswith("| check | found | where / note |")
+    assert f"| wsperf | {wsperf.version()} |" in m.stdout
+
+
+def test_compare_html_prints_numbers_in_their_units(tmp_path):
+    cmp = ROOT / "fixtures" / "compare"
+    page = tmp_path / "cmp.html"
+    p = run_cli("compare", cmp / "cmp_healthy_a.ncu-rep.gz", cmp / "cmp_serialized.ncu-rep.gz", "--html", page)
+    assert p.returncode in (0, 1), p.stderr
+    body = page.read_text()
+    cells = re.findall(r'<td class="num">([^<]*)</td>', body)
+    assert cells and not any(re.fullmatch(r"[-\d.]+e[+-]\d+", c) for c in cells), cells[:20]
+    assert any(c.endswith(" us") for c in cells) and any(c.endswith("%") for c in cells)
+    assert "<th></th>" not in body
