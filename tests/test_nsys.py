@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from support import ROOT, assert_one_error_line, wsperf
+from support import ROOT, assert_one_error_line, wsperf, wsperf_exe
 from wsperf.analyses.analyze import analyze
 from wsperf.analyses.compare import Change
 from wsperf.analyses.hypotheses import Status
@@ -456,3 +457,34 @@ def test_charts_hold_the_results_figures():
     gantt = next(iter(charts["nsys_timeline"].to_dict()["datasets"].values()))
     assert len(gantt) == 1312 and gantt[0]["start_ms"] == 0.0
     assert {r["stream"] for r in gantt} == {"pid 1701896 dev 0 stream 7"}
+
+
+# -- `wsperf analyze` given exports: a user's process --------------------------------------
+
+
+def test_analyze_reads_an_export():
+    p = wsperf("analyze", SAXPY, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["exports"][0]["nsys_version"] == "2022.2.1.31" and doc["streams"][0]["status"] == "confirmed"
+
+
+def test_analyze_ranks_ncu_launches_by_gpu_time(tmp_path):
+    p = wsperf("analyze", VECADD, VECADD_NCU, "--format", "markdown", "--charts", tmp_path / "charts")
+    assert p.returncode == 0, p.stderr
+    assert "**100% of GPU time; " in p.stdout and "nsys_timeline.png" in p.stdout
+    assert (tmp_path / "charts" / "nsys_kernel_time.svg").is_file()
+
+
+@pytest.mark.parametrize("args, needles", [
+    ((NO_KERNELS,), ("holds no CUDA kernel activity",)),
+    ((VECADD, "--sanitizer", NSYS / "x.xml"), ("--sanitizer is not combined",)),
+])
+def test_analyze_refuses_with_one_error_line(args, needles):
+    assert_one_error_line(wsperf("analyze", *args), 2, *needles)
+
+
+def test_analyze_of_a_report_without_nsys_names_what_is_missing():
+    env = {**os.environ, "PATH": "/nonexistent"}
+    p = subprocess.run([wsperf_exe(), "analyze", str(VECADD_REP)], capture_output=True, text=True, env=env, timeout=300)
+    assert_one_error_line(p, 2, "no `nsys` is on PATH")
