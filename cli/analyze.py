@@ -12,10 +12,11 @@ import typer
 
 from wsperf.analyses.analyze import analyze as run_analysis
 from wsperf.analyses.config import load_config
-from wsperf.analyses.correctness import gather
+from wsperf.analyses.evidence import gather
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
-from wsperf.cli.common import check_outputs, emit, err, error_boundary, handoff, load_with_progress, out
+from wsperf.cli.common import check_outputs, err, error_boundary, load_with_progress, out
+from wsperf.cli.gate import handoff, with_caveats
 from wsperf.cli.history import LOCK_HELP, begin_run, load_run
 from wsperf.cli.nsys import analyze_timeline, split_inputs
 from wsperf.cli.render import OutputFormat
@@ -50,12 +51,17 @@ def analyze(
     branch: Optional[str] = typer.Option(None, "--branch", help="With --db: git branch of the run. Default: git's, "
                                          "else $GITHUB_REF_NAME / $CI_COMMIT_REF_NAME."),
     lock_timeout: float = typer.Option(LOCK_TIMEOUT_S, "--lock-timeout", help=LOCK_HELP),
+    source: list[Path] = typer.Option([], "--source", help="Generated code of the kernels (repeatable: .cu, .ptx, "
+                                      ".cubin, fatbin): the handoff worksheet ties a hang or a race to its barrier."),
+    allow_unverified: bool = typer.Option(False, "--allow-unverified", help="Give the verdicts of a bundle whose "
+                                          "sanitizer evidence is incomplete, each marked unverified (exit 5 still)."),
 ) -> None:
     """Load reports and print, per launch: what ran (launch shape, duration, the
     instruction paths its SASS uses), its producer/consumer roles, and the verdict of
     every slow-kernel hypothesis with its evidence and remedy. A kernel the sanitizer
     found broken gets the correctness report instead (exit 3); a bundle whose repro hung,
-    the deadlock report (exit 4)."""
+    the deadlock report (exit 4); a bundle whose sanitizer evidence is incomplete (a tool
+    that did not finish, a missing or damaged file), the unverified report (exit 5)."""
     reports = reports or []
     with error_boundary():
         exports, reports = split_inputs(reports)  # Nsight Systems exports: the timeline report (cli/nsys.py)
@@ -69,13 +75,14 @@ def analyze(
         check_outputs(charts_dir, html_file)
         con = open_store(db, lock_timeout=lock_timeout)
         run = begin_run(con, db, label, tag, commit, branch, reports)
-        evidence = gather(con, reports, sanitizer)
-        code = handoff(evidence, fmt)
-        if code:
-            raise typer.Exit(code)
+        evidence = gather(con, reports, sanitizer, source)
+        gate = handoff(evidence, fmt, allow_unverified)
+        if not gate.allows_verdicts(allow_unverified):
+            raise typer.Exit(gate.code)
         if not evidence.reports:
-            err.print("The sanitizer found no error; no Nsight Compute report to analyze.")
-            return
+            err.print("The sanitizer found no error; no Nsight Compute report to analyze." if gate.code == 0 else
+                      "No Nsight Compute report to analyze.")
+            raise typer.Exit(gate.code)
         reports = list(evidence.reports)
         ids = load_run(con, run, reports, load_with_progress)
         results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds, launch_ids=ids)
@@ -87,11 +94,14 @@ def analyze(
             from wsperf.cli.html import analysis_page, write_page
 
             err.print(render.plain(f"wsperf analyze: wrote {write_page(analysis_page(results), html_file)}"))
-        emit(fmt, results, render.analyses_text, render.analyses_json, render.analyses_markdown)
+        with_caveats(fmt, gate.caveats, results, render.analyses_text, render.analyses_json,
+                     render.analyses_markdown)
         if charts and fmt is OutputFormat.markdown:
             from wsperf.cli.charts import charts_markdown
 
             sys.stdout.write(charts_markdown(charts, charts_dir))
+    if gate.code:
+        raise typer.Exit(gate.code)
 
 
 def _write_charts(results, out_dir: Path) -> tuple[dict, list[Path]]:
@@ -118,7 +128,12 @@ def chart(
     with error_boundary():
         check_outputs(out_dir, None)
         con = open_store(None)
-        paths = list(gather(con, reports).reports)
+        evidence = gather(con, reports)
+        gate = handoff(evidence, OutputFormat.text)
+        if gate.code:
+            # Charts are performance advice: none for a hung, broken or unverified bundle.
+            raise typer.Exit(gate.code)
+        paths = list(evidence.reports)
         if not paths:
             raise InputError("no Nsight Compute report among the inputs; give .ncu-rep files or bundle directories")
         load_with_progress(con, paths)
