@@ -244,10 +244,15 @@ class Release(StrEnum):
     WARP_SYNCED = "warp-synced-single-lane-release"  # bar.warp.sync, then one lane arrives: valid; racecheck reports it
     UNSYNCED = "unsynced-single-lane-release"  # one lane arrives with no warp sync: a real race
     ASYNC_PROXY = "async-proxy-read"  # wgmma/TMA reads waited for before the arrive
+    EARLY = "release-before-reads"  # the role arrives, then still reads the stage: a real race
 
 
 ACCEPTABLE = (Release.WARP_SYNCED.value,)
 _WARP_SYNC = re.compile(r"^\s*(@\S+\s+)?bar\.warp\.sync\b")
+# What reads a stage: generic loads, matrix loads and MMAs from shared memory, and bulk
+# copies out of it (a TMA store).
+_READS = re.compile(r"^\s*(@\S+\s+)?(ld\.shared|ldmatrix|ld\.volatile\.shared|wgmma\.mma_async|tcgen05\.mma|"
+                    r"cp\.async\.bulk(\.tensor)?\.\w*global\.shared)")
 _ASYNC_WAIT = re.compile(r"^\s*(@\S+\s+)?(wgmma\.wait_group|cp\.async\.bulk\.wait_group\.read|"
                          r"tcgen05\.wait::ld|cp\.async\.bulk\.wait_group)\b")
 
@@ -282,11 +287,20 @@ def releases(gs: list[GeneratedSheet]) -> list[ReleaseClass]:
                 if not waits:
                     continue
                 w = max(waits, key=lambda x: x.site.line)
+                later = [x.site.line for o in g.sheet.barriers for x in o.waiters
+                         if x.site.role == role and x.site.line > a.site.line]
                 between = ptx[w.site.line:a.site.line - 1]
+                after = _until_back_edge(ptx, a.site.line, min(later) if later else None)
+                reads_before, reads_after = any(_READS.match(x) for x in between), any(_READS.match(x) for x in after)
+                if not (reads_before or reads_after):
+                    continue  # the role wrote the stage (a producer's release): not the racecheck question
                 role_threads = w.site.threads
                 loc = g.loc(a.site.line)
                 where = f"PTX lines {w.site.line}-{a.site.line}"
-                if any(_ASYNC_WAIT.match(x) for x in between):
+                if reads_after:
+                    kind, ev = Release.EARLY, (f"PTX line {a.site.line}: {role} arrives on {b.name}, then reads the "
+                                               "stage again before its next wait")
+                elif any(_ASYNC_WAIT.match(x) for x in between):
                     kind, ev = Release.ASYNC_PROXY, f"{where}: the async-proxy reads are waited for before the arrive"
                 elif a.site.threads is None or role_threads is None:
                     continue
@@ -303,7 +317,29 @@ def releases(gs: list[GeneratedSheet]) -> list[ReleaseClass]:
     return out
 
 
+_LABEL_DEF = re.compile(r"^\s*([$\w]+):")
+_BRA = re.compile(r"^\s*(@!?%?\w+\s+)?bra(\.uni)?\s+([$\w]+)\s*;")
+_END = re.compile(r"^\s*(ret|exit)\s*;")
+
+
+def _until_back_edge(ptx: list[str], start: int, stop: int | None) -> list[str]:
+    """The PTX lines after line `start` (1-based) up to the role's next wait (`stop`),
+    the loop's back edge (a branch to a label at or before `start`) or the end of the
+    kernel, whichever comes first: what the role executes after its arrive in that use
+    of the stage."""
+    labels = {m.group(1): i + 1 for i, x in enumerate(ptx) if (m := _LABEL_DEF.match(x))}
+    out = []
+    for no in range(start + 1, min(len(ptx), (stop or len(ptx) + 1) - 1) + 1):
+        x = ptx[no - 1]
+        m = _BRA.match(x)
+        if (m and labels.get(m.group(3), no + 1) <= start) or _END.match(x):
+            break
+        out.append(x)
+    return out
+
+
 _CHECK = {
+    Release.EARLY: "move the arrive after the role's last read of the stage: the hazards must vanish",
     Release.WARP_SYNCED: "rebuild with every reading thread arriving (mbarrier.init count = {n}, each thread "
                          "arrives after its last read, no __syncwarp needed): racecheck's hazards on this stage must "
                          "vanish; if they do, the one-lane release was only beyond racecheck's model",
@@ -396,22 +432,35 @@ def deadlock(ev: Any) -> DeadlockReport:
 
 
 def races(ev: Any, corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:
-    """The release classes of the kernels racecheck names (user's kernels only)."""
+    """The release classes of the code racecheck names: the sheets of the kernels it names
+    (the XML gives the function's short name) whose PTX holds a racing access's source
+    line; one row per (barrier, role, class), the first kernel named."""
+    sites = {(_name(s.source_file), s.source_line) for g in corr.groups if g.handoff is Handoff.RACE
+             for s in g.sites if s.source_line}
     kernels = {k for g in corr.groups if g.handoff is Handoff.RACE for k in g.kernels}
     if not kernels:
         return ()
-    gs = [g for g in ev.sheets if g.sheet.kernel in kernels or _demangled_in(g.sheet.kernel, kernels)]
-    return tuple(r for r in releases(gs))
+    gs = [g for g in ev.sheets if (g.sheet.kernel in kernels or _demangled_in(g.sheet.kernel, kernels))
+          and (not sites or any((_name(loc.file), loc.line) in sites for loc in g.locations.values()))]
+    seen: dict[tuple, ReleaseClass] = {}
+    for r in releases(gs):
+        seen.setdefault((r.barrier, r.role, r.release), r)
+    return tuple(seen.values())
 
 
 def _demangled_in(mangled: str, names: set[str]) -> bool:
-    # compute-sanitizer names kernels demangled ("void ws_stream<...>(...)"), PTX mangled:
-    # the mangled name holds the function's identifier.
-    return any(_ident(n) and _ident(n) in mangled for n in names)
+    # compute-sanitizer names a kernel by its function name ("ws_pipeline") or demangled
+    # ("void ws_stream<4, ...>(...)"), the PTX by its mangled .entry name, which holds the
+    # identifier with its length before it (_Z11ws_pipelineIL3Bug5EE...).
+    for n in names:
+        ident = _ident(n)
+        if ident and (mangled == ident or f"{len(ident)}{ident}" in mangled):
+            return True
+    return False
 
 
-def _ident(demangled: str) -> str | None:
-    m = re.search(r"([A-Za-z_]\w*)\s*(<|\()", demangled)
+def _ident(name: str) -> str | None:
+    m = re.search(r"([A-Za-z_]\w*)\s*(<|\()", name) or re.fullmatch(r"\s*([A-Za-z_]\w*)\s*", name)
     return m.group(1) if m else None
 
 
