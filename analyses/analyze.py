@@ -131,6 +131,19 @@ class KernelAnalysis:
         return "no hypothesis confirmed"
 
 
+def group_identical(analyses: Iterable[KernelAnalysis]) -> list[tuple[KernelAnalysis, tuple[KernelAnalysis, ...]]]:
+    """Launches of one kernel from one report with the same launch shape and the same
+    verdicts, grouped: (the first, the others), in order of first appearance. A report of
+    many identical launches then reads as one launch and a line, not N copies."""
+    groups: dict[tuple, list[KernelAnalysis]] = {}
+    for a in analyses:
+        s = a.summary
+        key = (s.report, s.mangled, s.grid, s.block, s.cluster, s.registers_per_thread,
+               tuple((f.id, f.status) for f in a.findings))
+        groups.setdefault(key, []).append(a)
+    return [(g[0], tuple(g[1:])) for g in groups.values()]
+
+
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Derive the role tables for every loaded launch that lacks them."""
     build_roles(con)

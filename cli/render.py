@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 import wsperf
-from wsperf.analyses.analyze import KernelAnalysis
+from wsperf.analyses.analyze import KernelAnalysis, group_identical
 from wsperf.analyses.summary import LaunchSummary
 from wsperf.collectors.environment import Environment
 
@@ -212,8 +212,19 @@ def _num(v: int | None) -> str:
     return "n/a" if v is None else f"{v:,}"
 
 
+def same_as_line(first: KernelAnalysis, others: tuple[KernelAnalysis, ...]) -> str:
+    """The line that stands for launches identical to `first` (kernel, report, launch
+    shape, verdicts): their ids and durations."""
+    ids = ", ".join(str(o.summary.launch_id) for o in others)
+    durs = ", ".join(duration(o.summary.duration_ns) for o in others)
+    return (f"launch{'es' if len(others) > 1 else ''} {ids}: the same kernel, launch shape and verdicts as "
+            f"launch {first.summary.launch_id} (duration {durs})")
+
+
 def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:
-    for a in analyses:
+    for a, same in group_identical(analyses):
+        if same:
+            console.print(Text(same_as_line(a, same), style="bold"))
         console.print(_summary_table(a.summary, ws_text(a)))
         if a.roles:
             console.print(_roles_table(a))
@@ -280,18 +291,23 @@ def analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
 
 
 def analyses_markdown(analyses: list[KernelAnalysis]) -> str:
-    out = ["| launch | kernel | grid / block / cluster | duration | tensor | copies | warp-specialized | verdict |",
-           "| ---: | --- | --- | ---: | --- | --- | --- | --- |"]
+    # Several reports: each launch says which one it came from.
+    several = len({a.summary.report for a in analyses}) > 1
+    out = ["| launch | " + ("report | " if several else "") + "kernel | grid / block / cluster | duration | tensor | "
+           "copies | warp-specialized | verdict |",
+           "| ---: | " + ("--- | " if several else "") + "--- | --- | ---: | --- | --- | --- | --- |"]
     for a in analyses:
         s, f = a.summary, a.summary.families
         confirmed = md(a.headline())
+        report = f"{md(s.report.rsplit('/', 1)[-1])} | " if several else ""
         out.append(
-            f"| {s.launch_id} | {md(s.name)} | {dims(s.grid)} / {dims(s.block)} / {_cluster(s)} | "
+            f"| {s.launch_id} | {report}{md(s.name)} | {dims(s.grid)} / {dims(s.block)} / {_cluster(s)} | "
             f"{duration(s.duration_ns)} | {f.tensor} | {_copies(f)} | {md(ws_text(a))} | {confirmed} |"
         )
-    for a in analyses:
-        out += ["", f"### launch {a.summary.launch_id}: {md(a.summary.name)}", "",
-                "| hypothesis | verdict | evidence |", "| --- | --- | --- |"]
+    for a, same in group_identical(analyses):
+        out += ["", f"### launch {a.summary.launch_id}: {md(a.summary.name)}", ""]
+        out += [f"*{md(same_as_line(a, same))}*", ""] if same else []
+        out += ["| hypothesis | verdict | evidence |", "| --- | --- | --- |"]
         out += [f"| {f.id} | **{f.status.value}** | {md(f.summary)} |" for f in a.findings]
         out += ["", *[f"- {md(line)}" for line in a.look_next()]] if a.look_next() else []
         rules = ncu_rule_lines(a.summary)

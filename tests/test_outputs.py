@@ -158,3 +158,19 @@ def test_compare_html_prints_numbers_in_their_units(tmp_path):
     assert cells and not any(re.fullmatch(r"[-\d.]+e[+-]\d+", c) for c in cells), cells[:20]
     assert any(c.endswith(" us") for c in cells) and any(c.endswith("%") for c in cells)
     assert "<th></th>" not in body
+
+
+def test_identical_launches_are_grouped_and_several_reports_named():
+    con = open_store(None)
+    load_reports(con, [REPORTS / "multi_launch.ncu-rep", REPORTS / "gemm_ffma.ncu-rep"])
+    results = analyze(con)
+    assert len(results) == 10
+    text = _text(results)
+    # nine launches of three kernels, three times each: three printed, two lines of the rest
+    assert text.count("same kernel, launch shape and verdicts as launch") == 3
+    assert sum(1 for line in text.splitlines() if line.startswith("kernel ")) == 4
+    md_out = render.analyses_markdown(results)
+    assert md_out.count("### launch ") == 4 and "| launch | report | kernel |" in md_out
+    assert "| multi\\_launch.ncu-rep |" in md_out and "| gemm\\_ffma.ncu-rep |" in md_out
+    # JSON keeps every launch
+    assert len(_strict(render.analyses_json(results))["kernels"]) == 10
