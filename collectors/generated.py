@@ -58,7 +58,7 @@ def keep_binary_code(st: Any, exe: str, cuobjdump: str | None) -> None:
         out = {f"{kind}:{name}": rel} if done.exit_code == 0 and (st.root / rel).stat().st_size > 0 else {}
         st.record("generated", "cuobjdump", done, f"{GENERATED}/cuobjdump{flag}", outputs=out, stdout_at=rel)
         outputs.update(out)
-    if "ptx:" + name not in outputs:
+    if "sass:" + name in outputs and "ptx:" + name not in outputs:
         st.warnings.append(f"{exe} embeds no PTX (built with code=sm_XXa only?): the handoff worksheet needs the "
                            "kernel's PTX or source: give it with --source FILE (.cu or .ptx)")
     st.generated.update(outputs)

@@ -1,0 +1,58 @@
+"""Checks one bundle of scripts/gpu-evidence.sh against what its fixture is built to show,
+from the bundle and `wsperf analyze BUNDLE --format json`. Prints one line: what was
+found, starting with FAIL when a check fails."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(name: str, bundle: Path, analyze_json: Path) -> str:
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    try:
+        doc = json.loads(analyze_json.read_text() or "null")
+    except ValueError:
+        doc = None
+    runs = manifest["runs"]
+    gen = sorted(k for r in runs if r["phase"] == "generated" for k in r["outputs"])
+    san = {r["tool"]: ("timed out" if r["timed_out"] else f"{r['seconds']:.0f}s") for r in runs
+           if r["phase"] == "sanitizer"}
+    fails: list[str] = []
+    seen: list[str] = [f"sanitizer {san}", f"generated {len(gen)}"]
+    if name in ("deadlock_ptx", "phase_source"):
+        causes = (doc or {}).get("causes", [])
+        first = causes[0] if causes else {}
+        seen.append(f"first cause [{first.get('basis')}]: {first.get('text', '')[:160]}")
+        want = "init with 32" if name == "deadlock_ptx" else "parity"
+        if first.get("basis") != "evidence" or want not in first.get("text", ""):
+            fails.append(f"the first cause is not evidence naming {want!r}")
+        roles = {g.get("role_basis") for g in (doc or {}).get("groups", [])}
+        if roles != {"evidence"}:
+            fails.append(f"role bases {roles}")
+    elif name.startswith("release_"):
+        rel = sorted({r["release"] for r in (doc or {}).get("releases", [])})
+        caveats = (doc or {}).get("caveats", [])
+        seen.append(f"releases {rel}; caveats {[c[:80] for c in caveats]}")
+        want = {"release_warp_synced": "warp-synced-single-lane-release",
+                "release_unsynced": "unsynced-single-lane-release"}.get(name)
+        if want and want not in rel:
+            fails.append(f"no {want}")
+        if name == "release_warp_synced_accepted" and not any("accepted" in c for c in caveats):
+            fails.append("no acceptance caveat")
+    elif name == "triton":
+        if sorted(san) != ["initcheck", "memcheck", "racecheck", "synccheck"] or "timed out" in san.values():
+            fails.append("not every sanitizer tool finished")
+        if not any(k.startswith("ptx:") for k in gen) or not any(k.startswith("ttgir:") for k in gen):
+            fails.append("Triton's .ptx/.ttgir not kept")
+        ks = [k.get("name") for k in (doc or {}).get("kernels", [])]
+        seen.append(f"kernels {ks[:4]}")
+    elif name.startswith("torch_"):
+        caveats = (doc or {}).get("caveats", [])
+        seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")
+    return ("FAIL: " + "; ".join(fails) + " | " if fails else "") + "; ".join(seen)
+
+
+if __name__ == "__main__":
+    print(main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])))

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The joined evidence path on real repros, end to end on a machine with an NVIDIA GPU
+# (Hopper, sm_90a), nvcc, compute-sanitizer, cuda-gdb, ncu, torch and triton: builds the
+# fixture programs and runs `wsperf collect` on each, then `wsperf analyze BUNDLE -f json`
+# offline, checking the outcome and the evidence (PASS/FAIL table; exit 1 when a row
+# fails). The bundles (without their DuckDB file and Nsight Compute reports) are packed
+# into $OUT/evidence.tar.gz when OUT is set: they are the committed fixtures in
+# fixtures/evidence/.
+#   bash scripts/gpu-evidence.sh             (bundles under $WORK, default /tmp/wsperf-evidence)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/site-env.sh
+
+work=${WORK:-/tmp/wsperf-evidence}
+build=${BUILD:-/tmp/wsperf-evidence-build}
+rm -rf "$work" && mkdir -p "$work" "$build"
+t_start=$SECONDS
+ptx=(-gencode "arch=compute_90a,code=[sm_90a,compute_90a]")  # SASS and PTX embedded
+sass=(-gencode arch=compute_90a,code=sm_90a)                 # SASS only: the worksheet needs --source
+pids=()
+nvcc "${ptx[@]}" -O3 -lineinfo -o "$build/ws_deadlock" fixtures/src/broken/ws_deadlock.cu & pids+=($!)
+nvcc "${sass[@]}" -O3 -lineinfo -o "$build/ws_phase" fixtures/src/broken/ws_phase.cu & pids+=($!)
+nvcc "${ptx[@]}" -O3 -lineinfo -o "$build/release_warp_synced" fixtures/src/ws_stream.cu & pids+=($!)
+nvcc "${ptx[@]}" -O3 -lineinfo -DWS_RELEASE_PER_THREAD=1 -o "$build/release_per_thread" fixtures/src/ws_stream.cu & pids+=($!)
+nvcc "${ptx[@]}" -O3 -lineinfo -DWS_RELEASE_UNSYNCED=1 -o "$build/release_unsynced" fixtures/src/ws_stream.cu & pids+=($!)
+wait "${pids[@]}"
+
+declare -A expect cmd
+run() {  # name, expected exit code, collect arguments...
+  local name=$1 code=$2; shift 2
+  expect[$name]=$code
+  cmd[$name]="wsperf collect --out $work/$name $*"
+  ( t0=$SECONDS; wsperf collect --out "$work/$name" "$@" >"$work/$name.collect.txt" 2>&1; echo "$? $((SECONDS - t0))" \
+      >"$work/$name.rc" ) &
+}
+run deadlock_ptx 4 --timeout 20 -- "$build/ws_deadlock"
+run phase_source 4 --timeout 20 --source fixtures/src/broken/ws_phase.cu -- "$build/ws_phase"
+run release_per_thread 0 --kernel ws_stream --timeout 60 -- "$build/release_per_thread" healthy
+run release_warp_synced 3 --kernel ws_stream --timeout 60 -- "$build/release_warp_synced" healthy
+run release_warp_synced_accepted 0 --kernel ws_stream --timeout 60 --accept-race warp-synced-single-lane-release \
+    -- "$build/release_warp_synced" healthy
+run release_unsynced 3 --kernel ws_stream --timeout 60 --accept-race warp-synced-single-lane-release \
+    -- "$build/release_unsynced" healthy
+run triton 0 --timeout 120 -- python3 fixtures/src/triton_matmul.py
+run torch_vendor 0 --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
+run torch_filter 0 --kernel scale_rows --tools initcheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
+wait
+
+fail=0
+rows=()
+for name in deadlock_ptx phase_source release_per_thread release_warp_synced release_warp_synced_accepted \
+            release_unsynced triton torch_vendor torch_filter; do
+  read -r rc secs <"$work/$name.rc"
+  wsperf analyze "$work/$name" --format json >"$work/$name.analyze.json" 2>"$work/$name.analyze.err"
+  arc=$?
+  detail=$(python3 scripts/evidence_check.py "$name" "$work/$name" "$work/$name.analyze.json" 2>&1)
+  ok=PASS
+  [ "$rc" = "${expect[$name]}" ] || { ok=FAIL; detail="collect exit $rc, expected ${expect[$name]}; $detail"; }
+  [ "$arc" = "${expect[$name]}" ] || [ "$name" = torch_filter ] || { ok=FAIL; detail="analyze exit $arc; $detail"; }
+  case "$detail" in FAIL*) ok=FAIL ;; esac
+  [ "$ok" = PASS ] || fail=1
+  rows+=("$(printf '%-30s %-5s %4ss  %s' "$name" "$ok" "$secs" "$detail")")
+done
+printf '%s\n' "${rows[@]}"
+if [ -n "${OUT:-}" ]; then
+  tar -C "$work" --exclude='*.duckdb' --exclude='*.ncu-rep' --exclude='*.duckdb.wal' -czf "$OUT/evidence.tar.gz" .
+fi
+echo "$([ $fail = 0 ] && echo ALL PASS || echo SOME FAILED) in $((SECONDS - t_start)) s"
+exit $fail
