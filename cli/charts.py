@@ -247,8 +247,15 @@ def history_chart(points: list[HistoryPoint], threshold_pct: float,
     data = pd.DataFrame(rows)
     scaled = {f"{c}_s": f"datum.{c} == null ? null : datum.{c} * {scale}" for c in ("median", "low", "high")}
     ytitle = f"{what} ({unit})" if unit else what
-    # Times are UTC; a utc scale keeps the viewer's time zone out of the axis.
-    x = alt.X("started_at:T", title="run started (UTC)", scale=alt.Scale(type="utc"))
+    # Times are UTC; a utc scale keeps the viewer's time zone out of the axis. Runs
+    # recorded seconds apart made Vega pick millisecond ticks (".800 .800 :47"): labels
+    # get one explicit format for the span the runs cover, and no tick finer than 1 s.
+    times = [p.started_at for p in points]
+    span = (max(times) - min(times)).total_seconds()
+    fmt = "%H:%M:%S" if span < 6 * 3600 else ("%b %d %H:%M" if span < 7 * 86400 else "%Y-%m-%d")
+    x = alt.X("started_at:T", title="run started (UTC)", scale=alt.Scale(type="utc"),
+              axis=alt.Axis(format=fmt, tickMinStep=1000, labelAngle=-30,
+                            tickCount=min(8, len(set(times)))))
     color = alt.Color("kernel:N", title=None)
     base_chart = alt.Chart(data).transform_calculate(**scaled)
     band = base_chart.mark_area(opacity=0.25).encode(x=x, y=alt.Y("low_s:Q", title=ytitle, scale=alt.Scale(zero=False)),

@@ -174,3 +174,17 @@ def test_identical_launches_are_grouped_and_several_reports_named():
     assert "| multi\\_launch.ncu-rep |" in md_out and "| gemm\\_ffma.ncu-rep |" in md_out
     # JSON keeps every launch
     assert len(_strict(render.analyses_json(results))["kernels"]) == 10
+
+
+def test_history_chart_time_axis_is_readable(tmp_path):
+    db = tmp_path / "h.duckdb"
+    for label, report in (("r1", "ws_stream_healthy"), ("r2", "ws_stream_serialized")):
+        p = run_cli("analyze", REPORTS / f"{report}.ncu-rep", "--db", db, "--label", label)
+        assert p.returncode == 0, p.stderr
+    p = run_cli("history", "--db", db, "--charts", tmp_path / "out")
+    assert p.returncode == 0, p.stderr
+    svg = (tmp_path / "out" / "history.svg").read_text()
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    ticks = [x for x in labels if re.fullmatch(r"[\d:.]+", x) and ":" in x]
+    # runs seconds apart: whole HH:MM:SS labels, never Vega's ".800" / ":47" fragments
+    assert ticks and all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in ticks), labels
