@@ -14,7 +14,9 @@ those paths from the SASS alone, without source:
    (the role's loop, its barrier-retry stubs), or when it reaches no seed and all its
    predecessors are of that role (the role's epilogue); blocks reaching both are common
    (prologue, or the single loop of a kernel that is not specialized);
-4. the kernel is warp-specialized when both roles have executed blocks.
+4. the kernel is warp-specialized when both roles have executed blocks; in static SASS
+   (`wsperf inspect`, nothing executed) when the code holds both paths (the
+   `warp_specialization` view, basis 'static').
 
 Wait sites are the mbarrier phase checks (`SYNCS.PHASECHK*`), the guarded branch that
 consumes their predicate (where PC sampling piles the waiting warps up), and the small
