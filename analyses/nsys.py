@@ -345,15 +345,17 @@ def _ms(ns: float | None) -> str:
 
 def compare_nsys(con: duckdb.DuckDBPyConnection, base: Iterable[int], cand: Iterable[int],
                  config: AnalysisConfig | None = None, base_label: str = "base",
-                 cand_label: str = "candidate") -> CompareResult:
+                 cand_label: str = "candidate", kernel: str | None = None) -> CompareResult:
     """Kernel durations of the base exports against the candidate ones, with the rule of
     `analyses.compare` (two-sided Mann-Whitney below alpha *and* a median change beyond
     the `duration_ns` threshold; with too few launches to reach alpha, the wide
-    threshold), every launch of a kernel one sample. Kernels match by demangled name and
+    threshold), every launch of a kernel one sample; `kernel`, a regular expression (RE2)
+    on the demangled name, keeps only those. Kernels match by demangled name and
     launch configuration, then by name alone when that pairs one configuration with one.
-    The result is compare's own type, so its renderers and exit codes apply."""
+    The result is compare's own type, so its renderers and exit codes apply; its
+    base/cand launch ids are the kernels' `nsys_kernels.record_id`s (no ncu launch)."""
     config = config or AnalysisConfig()
-    rows = _rows(con, "nsys_compare", {"base": sorted(set(base)), "cand": sorted(set(cand))})
+    rows = _rows(con, "nsys_compare", {"base": sorted(set(base)), "cand": sorted(set(cand)), "kernel": kernel})
     sides: dict[str, dict[tuple, dict[str, Any]]] = {"base": {}, "cand": {}}
     for r in rows:
         key = (r["kernel_demangled"], r["grid_x"], r["grid_y"], r["grid_z"], r["block_x"], r["block_y"], r["block_z"],
@@ -380,6 +382,6 @@ def compare_nsys(con: duckdb.DuckDBPyConnection, base: Iterable[int], cand: Iter
         kernels.append(KernelComparison(
             rc["kernel_short"] or rc["kernel_demangled"], rb["kernel_demangled"], rc["kernel_demangled"], how,
             f"grid {rc['grid_x']}x{rc['grid_y']}x{rc['grid_z']} block {rc['block_x']}x{rc['block_y']}x{rc['block_z']}",
-            (), (), (fig,), ()))
+            tuple(rb["record_ids"]), tuple(rc["record_ids"]), (fig,), ()))
     return CompareResult(base_label, cand_label, tuple(kernels),
                          tuple(sorted({k[0] for k in left_b})), tuple(sorted({k[0] for k in left_c})))

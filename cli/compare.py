@@ -25,6 +25,7 @@ from wsperf.analyses.config import load_config
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, load_progress
+from wsperf.cli.nsys import compare_exports
 from wsperf.collectors.errors import ExitCode, InputError
 from wsperf.collectors.store import open_store
 
@@ -38,8 +39,9 @@ class CompareFormat(str, enum.Enum):
 
 def compare(
     inputs: list[str] = typer.Argument(..., help="BASE CANDIDATE: each a report (.ncu-rep, .ncu-rep.gz), a bundle "
-                                       "directory from `wsperf collect`, or a run label in --db. With --vs, every "
-                                       "argument is the base.", show_default=False),
+                                       "directory from `wsperf collect`, or a run label in --db; or Nsight Systems "
+                                       "exports (.sqlite, .sqlite.gz: kernel durations, every launch a sample). With "
+                                       "--vs, every argument is the base.", show_default=False),
     vs: list[str] = typer.Option([], "--vs", help="A candidate (repeatable): compare all the positional arguments "
                                  "(the base) against all of these.", show_default=False),
     db: Optional[Path] = typer.Option(None, "--db", help="Store holding recorded runs: BASE and CANDIDATE may be run "
@@ -74,11 +76,13 @@ def compare(
             raise InputError(f"{db}: no such store; record runs into it first, or leave out --db to compare files")
         con = open_store(db)
         check_kernel_regex(kernel)
-        with load_progress(err) as tick:
-            base = resolve_side(con, base_names, db=db, progress=tick)
-            cand = resolve_side(con, cand_names, db=db, progress=tick)
-        result = run_compare(con, base.launch_ids, cand.launch_ids, cfg, base_label=base.label,
-                             cand_label=cand.label, kernel=kernel)
+        result = compare_exports(con, base_names, cand_names, cfg, kernel)  # Nsight Systems exports; else None
+        if result is None:
+            with load_progress(err) as tick:
+                base = resolve_side(con, base_names, db=db, progress=tick)
+                cand = resolve_side(con, cand_names, db=db, progress=tick)
+            result = run_compare(con, base.launch_ids, cand.launch_ids, cfg, base_label=base.label,
+                                 cand_label=cand.label, kernel=kernel)
         charts = _charts_and_page(result, charts_dir, html_file, err)
         _write(fmt, result, out_file, charts, charts_dir)
         if out_file is not None:
@@ -112,7 +116,7 @@ def _write(fmt: CompareFormat, result: CompareResult, out_file: Path | None, cha
     charts written into `charts_dir`."""
     if fmt is CompareFormat.text:
         if out_file is None:
-            from wsperf.cli.main import out
+            from wsperf.cli.common import out
 
             compare_text(result, out)
             return

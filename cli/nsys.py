@@ -21,9 +21,12 @@ from rich.table import Table
 
 from wsperf.analyses.analyze import analyze as run_analysis
 from wsperf.analyses.analyze import launch_ids_of_reports
+from wsperf.analyses.compare import CompareResult
+from wsperf.analyses.config import AnalysisConfig
 from wsperf.analyses.nsys import (
     NsysSummary,
     RankedAnalysis,
+    compare_nsys,
     gaps_header,
     match_ncu,
     rank_by_gpu_time,
@@ -120,6 +123,21 @@ def analyze_timeline(exports: list[Path], reports: list[Path], *, sanitizer: lis
         from wsperf.cli.charts import charts_markdown
 
         sys.stdout.write(charts_markdown(charts, charts_dir))
+
+
+def compare_exports(con: duckdb.DuckDBPyConnection, base_names: list[str], cand_names: list[str],
+                    config: AnalysisConfig, kernel: str | None = None) -> CompareResult | None:
+    """`wsperf compare` of Nsight Systems exports: kernel durations, every launch a
+    sample (analyses.nsys.compare_nsys). None when no argument is an export."""
+    names = base_names + cand_names
+    if not any(is_nsys_input(n) for n in names):
+        return None
+    if not all(is_nsys_input(n) for n in names):
+        raise InputError("compare Nsight Systems exports with exports and Nsight Compute reports with reports: "
+                         f"{', '.join(n for n in names if not is_nsys_input(n))} is not an export")
+    base = [load_nsys_export(con, Path(n)).export_id for n in base_names]
+    cand = [load_nsys_export(con, Path(n)).export_id for n in cand_names]
+    return compare_nsys(con, base, cand, config, ", ".join(base_names), ", ".join(cand_names), kernel)
 
 
 def write_nsys_charts(con: duckdb.DuckDBPyConnection, rep: NsysReport, out_dir: Path) -> dict:

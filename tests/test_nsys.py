@@ -488,3 +488,15 @@ def test_analyze_of_a_report_without_nsys_names_what_is_missing():
     env = {**os.environ, "PATH": "/nonexistent"}
     p = subprocess.run([wsperf_exe(), "analyze", str(VECADD_REP)], capture_output=True, text=True, env=env, timeout=300)
     assert_one_error_line(p, 2, "no `nsys` is on PATH")
+
+
+def test_compare_gates_on_exports(plain, tmp_path):
+    same = wsperf("compare", SAXPY, SAXPY)
+    assert same.returncode == 0, same.stderr
+    slow = _copy(plain, CLOVER, tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + (end - start) / 5",
+                 "slow.sqlite")
+    p = wsperf("compare", CLOVER, slow, "--format", "json", "--kernel", "accelerate_kernel")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["regression"] is True and len(doc["kernels"]) == 1  # the one accelerate_kernel lambda
+    assert_one_error_line(wsperf("compare", SAXPY, VECADD_NCU), 2, "is not an export")
