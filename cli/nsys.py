@@ -54,6 +54,15 @@ def split_inputs(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     return [p for p in paths if is_nsys_input(p)], [p for p in paths if not is_nsys_input(p)]
 
 
+def load_inputs(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> list:
+    """Load Nsight Systems exports and Nsight Compute reports alike (`wsperf sql
+    --report`); returns what loading the reports did."""
+    exports, reports = split_inputs(paths)
+    for p in exports:
+        load_nsys_export(con, p)
+    return load_with_progress(con, reports)
+
+
 def nsys_report(con: duckdb.DuckDBPyConnection, exports: list[Path], reports: list[Path], top: int = 10,
                 launch_ids: list[int] | None = None) -> NsysReport:
     """Load `exports` into `con` (with `reports`, unless their launches are given as

@@ -10,15 +10,17 @@ import typer
 
 from wsperf.analyses.sql import query_store, run_sql
 from wsperf.cli import render
-from wsperf.cli.common import TableFormat, error_boundary, load_with_progress, out
+from wsperf.cli.common import TableFormat, error_boundary, out
+from wsperf.cli.nsys import load_inputs
 from wsperf.collectors.errors import InputError
 
 
 def sql(
     query: str = typer.Argument(..., help="A DuckDB SQL query over the wsperf tables (see queries/schema.sql)."),
     db: Optional[Path] = typer.Option(None, "--db", help="DuckDB file written by `wsperf analyze --db`."),
-    report: list[Path] = typer.Option([], "--report", "-r", help="Load this report into a new in-memory store "
-                                      "and query it (repeatable); not with --db."),
+    report: list[Path] = typer.Option([], "--report", "-r", help="Load this report (or Nsight Systems export: "
+                                      ".sqlite, .sqlite.gz) into a new in-memory store and query it (repeatable); "
+                                      "not with --db."),
     fmt: TableFormat = typer.Option(TableFormat.table, "--format", "-f", help="table, json or csv."),
 ) -> None:
     """Run one SQL query over a store (opened read-only) or reports loaded in memory,
@@ -28,7 +30,7 @@ def sql(
         if db is not None and not report and not db.exists():
             raise InputError(f"{db}: no such database; create it with `wsperf analyze REPORT --db {db}`")
         # Read-only --db, or --report in a new in-memory store; external access off (analyses/sql.py).
-        con = query_store(db, report, load=load_with_progress)
+        con = query_store(db, report, load=load_inputs)
         result = run_sql(con, query)
         if fmt is TableFormat.json:
             sys.stdout.write(result.to_json() + "\n")

@@ -500,3 +500,11 @@ def test_compare_gates_on_exports(plain, tmp_path):
     doc = json.loads(p.stdout)
     assert doc["regression"] is True and len(doc["kernels"]) == 1  # the one accelerate_kernel lambda
     assert_one_error_line(wsperf("compare", SAXPY, VECADD_NCU), 2, "is not an export")
+
+
+def test_sql_queries_an_export(plain):
+    p = wsperf("sql", "SELECT count(*) AS n, sum(duration_ns) AS t FROM nsys_kernels", "--report", CLOVER,
+               "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [dict(zip(("n", "t"), _direct(
+        plain[CLOVER], "SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0]))]
