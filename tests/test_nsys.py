@@ -29,6 +29,7 @@ from wsperf.collectors.errors import InputError
 from wsperf.collectors.ncu import load_report
 from wsperf.collectors.nsys import (
     MAX_NAME_CHARS,
+    TABLES as NSYS_TABLES,
     NsysExportError,
     NsysProbe,
     NsysUnavailableError,
@@ -508,3 +509,31 @@ def test_sql_queries_an_export(plain):
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == [dict(zip(("n", "t"), _direct(
         plain[CLOVER], "SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0]))]
+
+
+def test_every_nsys_column_is_documented():
+    con = open_store(None)
+    con.execute(nsys_schema_sql())
+    sql = nsys_schema_sql()
+    columns = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE table_name LIKE 'nsys_%'"
+                          ).fetchall()
+    assert {t for t, _ in columns} == set(NSYS_TABLES)
+    for table, column in columns:
+        block = sql[sql.index(f"CREATE TABLE IF NOT EXISTS {table} ("):]
+        line = next(l for l in block.splitlines()[1:] if l.split() and l.split()[0] == column)
+        assert "--" in line, (table, column)
+
+
+def test_an_export_is_only_read(plain, tmp_path):
+    """Opened read-only and immutable: loading from a directory made read-only works and
+    leaves the file as it was, with nothing beside it (no journal, no lock file)."""
+    d = tmp_path / "ro"
+    d.mkdir()
+    shutil.copy(plain[VECADD], d / "x.sqlite")
+    before = (d / "x.sqlite").read_bytes()
+    d.chmod(0o555)
+    try:
+        load_nsys_export(open_store(None), d / "x.sqlite")
+        assert [p.name for p in d.iterdir()] == ["x.sqlite"] and (d / "x.sqlite").read_bytes() == before
+    finally:
+        d.chmod(0o755)
