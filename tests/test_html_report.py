@@ -24,6 +24,7 @@ from test_charts import compare_runs  # noqa: F401  (a fixture: pytest finds it 
 from wsperf.analyses.analyze import analyze
 from wsperf.cli import charts as ch
 from wsperf.cli.html import analysis_page, compare_page
+from wsperf.cli.render import ncu_text
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.store import open_store
 
@@ -80,7 +81,7 @@ def test_the_page_says_what_the_analysis_says(analyses):
             for k in f.evidence:
                 assert k in text
         for r in a.summary.ncu_rules:
-            assert _words(r.message) in text
+            assert _words(ncu_text(r.message)) in text  # ncu's @section:...@ markup shown as text
     charts = [t for t, attrs in page.tags if t == "div" and attrs.get("class") == "chart"]
     assert len(charts) == len(ch.analysis_charts(analyses)) == 7  # 3 + 3 + the basic report's speed of light
 
