@@ -23,8 +23,7 @@ from wsperf.analyses.handoffs import GeneratedSheet, generated_files, sheets, st
 from wsperf.collectors.bundle import Bundle, BundleError, RunRecord, is_bundle, read_bundle, resolve
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.generated import source_kind
-from wsperf.collectors.sanitizer import TOOLS, SanitizerOutput, load_sanitizer_xml, tool_failure
-from wsperf.collectors.scope import stops
+from wsperf.collectors.sanitizer import TOOLS, SanitizerOutput, is_error, load_sanitizer_xml, tool_failure
 
 # How much of a sanitizer run's stdout/stderr is searched for the tool's own failure.
 _TOOL_LOG_BYTES = 1 << 20
@@ -153,8 +152,9 @@ def _bundle_sanitizer(con: Any, b: Bundle) -> tuple[list[tuple[str, SanitizerOut
         except InputError as e:
             problems.append(f"{where}: {rel} cannot be read ({e})")
     recorded = b.manifest.get("outcome")
-    kernel = opts.get("kernel") if isinstance(opts.get("kernel"), str) else None
-    broken = any(stops(f, kernel) for _, o in outputs for f in o.findings)
+    # Any error finding at all: a newer wsperf may judge an old bundle's findings otherwise
+    # (a library kernel's, a filter's), which is no sign of a changed bundle.
+    broken = any(is_error(f) for _, o in outputs for f in o.findings)
     if recorded == "correctness" and not broken and not problems:
         problems.append(f"{b.root}: the manifest records sanitizer errors (outcome 'correctness') but the XML files "
                         "hold none: the bundle was changed after collect")

@@ -25,12 +25,12 @@ from enum import StrEnum
 from pathlib import Path, PurePath
 from typing import Any, Iterable
 
-from wsperf.analyses.correctness import Basis, CorrectnessReport, DeadlockReport, Item, deadlock_report
+from wsperf.analyses.correctness import (Basis, CorrectnessReport, DeadlockReport, Item, correctness_report,
+                                         deadlock_report)
 from wsperf.analyses.worksheet import Barrier, KernelSheet, Wait, analyse
 from wsperf.collectors.bundle import Bundle, read_bundle, resolve
 from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.sanitizer import Handoff
-from wsperf.collectors.scope import stops
 from wsperf.collectors.ptx import parse, read_ptx
 from wsperf.queries import read_query
 
@@ -432,6 +432,12 @@ def deadlock(ev: Any) -> DeadlockReport:
 
 
 def races(ev: Any, corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:
+    """The release classes of the code racecheck names in `corr`, from the worksheets of
+    the evidence `ev` (analyses.evidence.Evidence)."""
+    return race_releases(list(ev.sheets), corr)
+
+
+def race_releases(all_sheets: list[GeneratedSheet], corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:
     """The release classes of the code racecheck names: the sheets of the kernels it names
     (the XML gives the function's short name) whose PTX holds a racing access's source
     line; one row per (barrier, role, class), the first kernel named."""
@@ -440,7 +446,7 @@ def races(ev: Any, corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:
     kernels = {k for g in corr.groups if g.handoff is Handoff.RACE for k in g.kernels}
     if not kernels:
         return ()
-    gs = [g for g in ev.sheets if (g.sheet.kernel in kernels or _demangled_in(g.sheet.kernel, kernels))
+    gs = [g for g in all_sheets if (g.sheet.kernel in kernels or _demangled_in(g.sheet.kernel, kernels))
           and (not sites or any((_name(loc.file), loc.line) in sites for loc in g.locations.values()))]
     seen: dict[tuple, ReleaseClass] = {}
     for r in releases(gs):
@@ -464,23 +470,30 @@ def _ident(name: str) -> str | None:
     return m.group(1) if m else None
 
 
+def accepted_races(all_sheets: list[GeneratedSheet], corr: CorrectnessReport, accepted: Iterable[str]
+                   ) -> tuple[str, ...]:
+    """The release classes that excuse every error of `corr`: when each is a race and every
+    release of the stages racecheck names is of a class in `accepted` (`--accept-race`),
+    those classes; otherwise none. A race with no generated code to read is never excused."""
+    accepted = set(accepted)
+    if not accepted or not corr.broken or corr.other_errors or any(g.handoff is not Handoff.RACE
+                                                                     for g in corr.groups):
+        return ()
+    cls = race_releases(all_sheets, corr)
+    if not cls or any(c.release.value not in accepted for c in cls):
+        return ()
+    return tuple(sorted({c.release.value for c in cls}))
+
+
 def release_judge(kernel: str | None, accepted: tuple[str, ...]):
     """collect's judge (collectors/collect.Judge): stop on any error of the user's kernels,
-    except racecheck findings in a kernel whose every release of a stage is of a class
-    the user accepted (`--accept-race`), read from the bundle's generated code."""
+    unless `accepted_races` excuses them, read from the bundle's generated code."""
     def judge(root: Path, outputs: list) -> tuple[bool, list[str]]:
-        stopping = [f for _, out in outputs for f in out.findings if stops(f, kernel)]
-        if not stopping:
+        corr = correctness_report(outputs, kernel)
+        if not corr.broken:
             return False, []
-        races_ = [f for f in stopping if f.classification is Handoff.RACE]
-        if not accepted or len(races_) != len(stopping):
-            return True, []
-        gs, _ = sheets(generated_files(read_bundle(root)), root)
-        kernels = {f.kernel for f in races_ if f.kernel}
-        cls = releases([g for g in gs if g.sheet.kernel in kernels or _demangled_in(g.sheet.kernel, kernels)])
-        if not cls or any(c.release.value not in accepted for c in cls):
-            return True, []
-        return False, sorted({c.release.value for c in cls})
+        ok = accepted_races(sheets(generated_files(read_bundle(root)), root)[0], corr, accepted) if accepted else ()
+        return (False, list(ok)) if ok else (True, [])
     return judge
 
 

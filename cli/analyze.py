@@ -15,8 +15,8 @@ from wsperf.analyses.config import load_config
 from wsperf.analyses.evidence import gather
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
-from wsperf.cli.common import check_outputs, err, error_boundary, load_with_progress, out
-from wsperf.cli.gate import handoff, with_caveats
+from wsperf.cli.common import check_outputs, err, error_boundary, load_with_progress, longest_first, out
+from wsperf.cli.gate import handoff, no_profile, with_caveats
 from wsperf.cli.history import LOCK_HELP, begin_run, load_run
 from wsperf.cli.nsys import analyze_timeline, split_inputs
 from wsperf.cli.render import OutputFormat
@@ -80,12 +80,13 @@ def analyze(
         if not gate.allows_verdicts(allow_unverified):
             raise typer.Exit(gate.code)
         if not evidence.reports:
-            err.print("The sanitizer found no error; no Nsight Compute report to analyze." if gate.code == 0 else
-                      "No Nsight Compute report to analyze.")
+            no_profile(fmt, gate)
             raise typer.Exit(gate.code)
         reports = list(evidence.reports)
         ids = load_run(con, run, reports, load_with_progress)
         results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds, launch_ids=ids)
+        if evidence.bundle is not None:
+            results = longest_first(results)  # a repro's many kernels: the ones that matter lead
         if not results:
             what = f"matches --kernel {kernel!r}" if kernel else "was found"
             raise InputError(f"no kernel launch {what} in {len(reports)} report(s)")

@@ -14,7 +14,7 @@ from wsperf.analyses.analyze import analyze as run_analysis
 from wsperf.analyses.evidence import gather
 from wsperf.analyses.handoffs import ACCEPTABLE as ACCEPTABLE_RACES, release_judge
 from wsperf.cli import render
-from wsperf.cli.common import err, error_boundary, load_with_progress
+from wsperf.cli.common import err, error_boundary, load_with_progress, longest_first
 from wsperf.cli.gate import handoff, with_caveats
 from wsperf.cli.render import OutputFormat
 from wsperf.collectors.collect import PROFILE_CAP, CollectError, Options as CollectOptions, collect as run_collect
@@ -85,8 +85,3 @@ def collect(
             raise CollectError("; ".join(result.problems), gate.code or ExitCode.ERROR)
         if gate.code:
             raise typer.Exit(gate.code)
-
-
-def longest_first(results: list) -> list:
-    """The launches that take the most time first (a repro's RNG fills and copies last)."""
-    return sorted(results, key=lambda a: -(a.summary.duration_ns or 0.0))

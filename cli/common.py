@@ -123,3 +123,8 @@ def check_outputs(charts_dir: Optional[Path], html_file: Optional[Path]) -> None
         from wsperf.cli.html import check_page_path
 
         check_page_path(html_file)
+
+
+def longest_first(results: list) -> list:
+    """Launches that take the most GPU time first: a repro's RNG fills and copies last."""
+    return sorted(results, key=lambda a: -(a.summary.duration_ns or 0.0))

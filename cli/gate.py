@@ -15,7 +15,7 @@ from rich.text import Text
 
 from wsperf.analyses.correctness import CorrectnessReport, DeadlockReport, correctness_report
 from wsperf.analyses.evidence import Evidence, Verification
-from wsperf.analyses.handoffs import ReleaseClass, deadlock, races
+from wsperf.analyses.handoffs import ReleaseClass, accepted_races, deadlock, races
 from wsperf.cli import render
 from wsperf.cli.common import emit, out
 from wsperf.cli.render import OutputFormat, md, plain
@@ -42,13 +42,16 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
         code = ExitCode.DEADLOCK
     corr = correctness_report(evidence.sanitizer, evidence.kernel_filter)
     ver = evidence.verification
-    if corr.broken:
+    excused = accepted_races(list(evidence.sheets), corr, ver.accepted) if ver is not None else ()
+    if corr.broken and not excused:
         emit(fmt, (corr, ver, races(evidence, corr)), _correctness_text, _correctness_json, _correctness_markdown)
         return Gate(code or ExitCode.CORRECTNESS, ())
     caveats = list(_vendor_caveats(corr)) + list(corr.filter_artifacts)
-    if ver is not None and ver.accepted:
-        caveats.append("accepted at collect time (--accept-race): " + ", ".join(ver.accepted)
-                       + "; racecheck's findings of that class did not stop this bundle")
+    if excused:
+        hazards = sum(g.findings for g in corr.groups)
+        caveats.append(f"accepted at collect time (--accept-race {', '.join(excused)}): {hazards} racecheck "
+                       "finding(s) on stages released that way did not stop this bundle; the falsifiable check: "
+                       + "; ".join(dict.fromkeys(r.check for r in races(evidence, corr))))
     if code:
         return Gate(code, tuple(caveats))
     if ver is not None and not ver.verified:
@@ -75,6 +78,20 @@ def with_caveats(fmt: OutputFormat, caveats: tuple[str, ...], verdicts, text, as
         for c in caveats:
             out.print(Text.assemble(("Caveat: ", "bold yellow"), plain(c)), soft_wrap=True)
         text(verdicts, out)
+
+
+def no_profile(fmt: OutputFormat, gate: Gate) -> None:
+    """What a bundle without a profile gets: the outcome and its caveats (JSON: one
+    document, `kernels` empty)."""
+    said = ("The sanitizer found no error in your kernels" if gate.code == ExitCode.OK else "Correctness unverified") \
+        + "; no Nsight Compute report to analyze."
+    if fmt is OutputFormat.json:
+        sys.stdout.write(json.dumps({"outcome": "clean" if gate.code == ExitCode.OK else "unverified",
+                                     "caveats": list(gate.caveats), "kernels": []}, indent=2) + "\n")
+        return
+    for c in gate.caveats:
+        out.print(Text.assemble(("Caveat: ", "bold yellow"), plain(c)), soft_wrap=True)
+    out.print(plain(said))
 
 
 def _vendor_caveats(corr: CorrectnessReport) -> list[str]:

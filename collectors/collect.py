@@ -35,6 +35,7 @@ from typing import Callable
 
 from wsperf.collectors import environment, generated, metrics
 from wsperf.collectors.bundle import DATABASE, ENVIRONMENT, RunRecord, write_manifest
+from wsperf.collectors.disasm import DEFAULT_CU_ARCH
 from wsperf.collectors.cudagdb import CudaGdbOutputError, parse_cudagdb
 from wsperf.collectors.errors import ExitCode, InputError, WsperfError
 from wsperf.collectors.process import Completed, is_elf, run_bounded, save
@@ -193,7 +194,7 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     st.gpu_archs = [g.arch for g in env.gpus]
     _target_check(st, exe, tools.get("cuobjdump"), st.gpu_archs)
     generated.keep_binary_code(st, exe, tools.get("cuobjdump"))
-    generated.keep_sources(st, opts.sources)
+    generated.keep_sources(st, opts.sources, _cu_arch(st.gpu_archs))
 
     progress(f"run: {' '.join(argv)} (limit {opts.timeout:g} s)")
     hang_files: dict[str, str] = {}
@@ -249,6 +250,11 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     con.close()
     st.flush(outcome)
     return Result(root, outcome, tuple(st.problems), tuple(st.warnings), report)
+
+
+def _cu_arch(gpu_archs: list[str]) -> str:
+    """The arch a --source .cu file is compiled for: the GPU's, arch-specific (sm_90a)."""
+    return (gpu_archs[0] + "a") if gpu_archs and gpu_archs[0] in ("sm_90", "sm_100", "sm_103") else DEFAULT_CU_ARCH
 
 
 def _ended(done: Completed) -> str:

@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from wsperf.collectors.bundle import RunRecord
-from wsperf.collectors.errors import InputError
+from wsperf.collectors.disasm import DEFAULT_CU_ARCH
+from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.files import input_stat
 from wsperf.collectors.process import is_elf, run_bounded
+from wsperf.collectors.ptx import compile_ptx
 
 GENERATED = "generated"
 TRITON_CACHE = "generated/triton"
@@ -64,8 +66,10 @@ def keep_binary_code(st: Any, exe: str, cuobjdump: str | None) -> None:
     st.generated.update(outputs)
 
 
-def keep_sources(st: Any, sources: tuple[str, ...]) -> None:
-    """Copy each --source file into generated/sources/ and record where it came from."""
+def keep_sources(st: Any, sources: tuple[str, ...], arch: str = DEFAULT_CU_ARCH) -> None:
+    """Copy each --source file into generated/sources/ and record where it came from. A
+    .cu file is also compiled to PTX here (`nvcc -ptx -lineinfo`, where its includes
+    resolve), since the copy alone may not compile elsewhere."""
     if not sources:
         return
     dest = st.root / SOURCES
@@ -75,7 +79,17 @@ def keep_sources(st: Any, sources: tuple[str, ...]) -> None:
         p = Path(s)
         target = dest / (p.name if not (dest / p.name).exists() else f"{i}-{p.name}")
         shutil.copyfile(p, target)
-        outputs[f"{source_kind(p)}:{p.name}"] = str(target.relative_to(st.root))
+        kind = source_kind(p)
+        if kind == "cu":
+            outputs[f"source:{p.name}"] = str(target.relative_to(st.root))
+            ptx = target.with_suffix(".ptx")
+            try:
+                ptx.write_text(compile_ptx(p, arch), encoding="utf-8")
+                outputs[f"ptx:{ptx.name}"] = str(ptx.relative_to(st.root))
+            except WsperfError as e:
+                st.warnings.append(f"--source {s}: not compiled to PTX ({e}); the worksheet will lack it")
+        else:
+            outputs[f"{kind}:{p.name}"] = str(target.relative_to(st.root))
     st.runs.append(RunRecord("generated", "source", ["--source", *sources], 0, 0.0, outputs=outputs,
                              note="copied from " + ", ".join(str(Path(s).resolve()) for s in sources)))
     st.generated.update(outputs)

@@ -67,12 +67,15 @@ def finding_scope(f: SanitizerFinding, kernel_filter: str | None) -> Scope:
     """Where an error finding `f` belongs, for a sanitizer run under `kernel_filter` (the
     repro's --kernel, or None). Under --kernel-name, initcheck does not track what the
     kernels it leaves unchecked write, so a host read of that memory (a cudaMemcpy after
-    them: a finding with no kernel) is reported uninitialized: measured on the H200 with
-    compute-sanitizer 2025.3.1."""
+    them: a finding with no kernel, kind InitcheckApiError) is reported uninitialized:
+    measured on the H200 with compute-sanitizer 2025.3.1 (fixtures/evidence/torch_filter)."""
     lib = vendor_library(f.kernel)
     if lib is not None and not _targets(kernel_filter, f.kernel):
         return Scope.VENDOR
-    if kernel_filter and f.classification is Handoff.UNINITIALIZED and not f.kernel:
+    if kernel_filter and not f.kernel and (f.classification is Handoff.UNINITIALIZED or f.tool == "initcheck"
+                                           or f.kind.startswith("Initcheck")):
+        # e.g. kind InitcheckApiError, "Host API uninitialized memory access ... by
+        # cudaMemcpy source": a copy out of memory an unchecked kernel wrote.
         return Scope.FILTER
     return Scope.USER
 

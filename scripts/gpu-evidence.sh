@@ -26,8 +26,11 @@ nvcc "${ptx[@]}" -O3 -lineinfo -DWS_RELEASE_UNSYNCED=1 -o "$build/release_unsync
 wait "${pids[@]}"
 
 declare -A expect cmd
-run() {  # name, expected exit code, collect arguments...
+names=()
+run() {  # name, expected exit code, collect arguments... (ONLY="a b": only those)
   local name=$1 code=$2; shift 2
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
+  names+=("$name")
   expect[$name]=$code
   cmd[$name]="wsperf collect --out $work/$name $*"
   ( t0=$SECONDS; wsperf collect --out "$work/$name" "$@" >"$work/$name.collect.txt" 2>&1; echo "$? $((SECONDS - t0))" \
@@ -48,8 +51,7 @@ wait
 
 fail=0
 rows=()
-for name in deadlock_ptx phase_source release_per_thread release_warp_synced release_warp_synced_accepted \
-            release_unsynced triton torch_vendor torch_filter; do
+for name in "${names[@]}"; do
   read -r rc secs <"$work/$name.rc"
   wsperf analyze "$work/$name" --format json >"$work/$name.analyze.json" 2>"$work/$name.analyze.err"
   arc=$?
