@@ -16,6 +16,7 @@ Three sources, each recorded in the manifest as a `generated` run whose outputs 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ def keep_binary_code(st: Any, exe: str, cuobjdump: str | None) -> None:
     for flag, kind in (("-ptx", "ptx"), ("-sass", "sass")):
         rel = f"{GENERATED}/{name}.{kind}"
         done = run_bounded([cuobjdump, flag, exe], timeout=_TOOL_S, stdout_file=st.root / rel)
-        out = {f"{kind}:{name}": rel} if done.exit_code == 0 and (st.root / rel).stat().st_size > 0 else {}
+        out = {f"{kind}:{name}": rel} if done.exit_code == 0 and _holds(st.root / rel, kind) else {}
         st.record("generated", "cuobjdump", done, f"{GENERATED}/cuobjdump{flag}", outputs=out, stdout_at=rel)
         outputs.update(out)
     if "sass:" + name in outputs and "ptx:" + name not in outputs:
@@ -122,3 +123,13 @@ def source_kind(p: Path) -> str:
         if p.name.endswith(suffix):
             return kind
     return "binary"
+
+
+def _holds(path: Path, kind: str) -> bool:
+    """Whether cuobjdump's output holds code: for a binary without PTX, `-ptx` still prints
+    a "Fatbin elf code" header per cubin (exit 0), with no `.version` module."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    if kind == "ptx":
+        return re.search(rb"^\s*\.version\s+\d", head, re.M) is not None
+    return bool(head.strip())

@@ -1,0 +1,203 @@
+"""The joined evidence path on real bundles (fixtures/evidence: `wsperf collect` on the
+H200 by scripts/gpu-evidence.sh): the generated code a bundle keeps, the worksheet filled
+from it into the store, a hang tied to its barrier and a race to the release of its
+stage, the sanitizer's scope (library kernels, its own kernel filter) and acceptance.
+
+Each fixture's design decides the answer: ws_deadlock initializes full[] with 64 where 32
+producer lanes arrive; ws_phase has right counts and a wrong first-wait parity; the three
+ws_stream builds release a stage per thread, by one lane after __syncwarp, or by one lane
+without it; torch_mix's own kernel is clean."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bundles import deadlock_bundle
+from support import ROOT, wsperf
+from wsperf.analyses.correctness import correctness_report
+from wsperf.analyses.evidence import gather
+from wsperf.analyses.handoffs import Release, releases, sheets
+from wsperf.collectors.collect import Options, sanitizer_args, sanitizer_limit
+from wsperf.collectors.scope import Scope, finding_scope, vendor_library
+from wsperf.collectors.store import open_store
+
+EVIDENCE = ROOT / "fixtures" / "evidence"
+
+
+def _analyze(name: str, *extra: str) -> tuple[int, dict]:
+    p = wsperf("analyze", EVIDENCE / name, "--format", "json", *extra)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def test_a_miscount_deadlock_names_the_barrier_and_the_count_from_the_embedded_ptx():
+    code, doc = _analyze("deadlock_ptx")
+    assert code == 4 and doc["outcome"] == "deadlock"
+    first = doc["causes"][0]
+    assert first["basis"] == "evidence"
+    assert "wait at pipeline.cuh:102 on full" in first["text"]
+    assert "mbarrier.init count 64" in first["text"] and "32 arrival(s) per phase" in first["text"]
+    assert "init with 32" in first["text"]
+    # roles read from the PTX, not guessed from the warp rank
+    assert {(g["role"], g["role_basis"]) for g in doc["groups"]} == {("consumer", "evidence"),
+                                                                      ("producer", "evidence")}
+    by_role = {h["role"].split(" ")[0]: h for h in doc["handoffs"]}
+    assert by_role["consumer"]["barrier"] == "full" and by_role["consumer"]["arrivals_per_phase"] == 32
+    assert by_role["producer"]["barrier"] == "empty"
+    # the worksheet decided: the generic checklist (assumptions) is gone
+    assert all(c["basis"] == "evidence" for c in doc["causes"])
+
+
+def test_a_phase_deadlock_without_ptx_in_the_binary_is_settled_by_source():
+    code, doc = _analyze("phase_source")
+    assert code == 4
+    first = doc["causes"][0]
+    assert first["basis"] == "evidence" and "parity" in first["text"]
+    assert "every arriver is itself waiting" in first["text"]
+    assert not any("init with" in c["text"] for c in doc["causes"])  # the counts are right
+    manifest = json.loads((EVIDENCE / "phase_source" / "bundle.json").read_text())
+    kept = {k for r in manifest["runs"] if r["phase"] == "generated" for k in r["outputs"]}
+    assert {"source:ws_phase.cu", "ptx:ws_phase.ptx", "sass:ws_phase"} <= kept
+    # built with code=sm_90a only: cuobjdump -ptx printed fatbin headers, no PTX module
+    assert b".version" not in (EVIDENCE / "phase_source" / "generated" / "ws_phase.ptx").read_bytes()
+
+
+def test_without_generated_code_the_report_says_what_would_settle_it(tmp_path):
+    p = wsperf("analyze", deadlock_bundle(tmp_path), "--format", "json")
+    assert p.returncode == 4
+    doc = json.loads(p.stdout)
+    assert "--source" in doc["settle"] and all(h is None for h in doc["handoffs"] or [None])
+    assert all(g["role_basis"] == "assumption" for g in doc["groups"])
+
+
+def test_code_whose_lines_do_not_match_the_hang_claims_nothing(tmp_path):
+    # The committed capture (tests/bundles.py) predates first_parity: its waits sit at
+    # pipeline.cuh:96/79, the newer PTX's at 102/85. No wait matches, so no role or cause
+    # is taken from the worksheet, and the report says why.
+    ptx = EVIDENCE / "deadlock_ptx" / "generated" / "ws_deadlock.ptx"
+    p = wsperf("analyze", deadlock_bundle(tmp_path), "--source", ptx, "--format", "json")
+    assert p.returncode == 4
+    doc = json.loads(p.stdout)
+    assert all(g["role_basis"] == "assumption" for g in doc["groups"])
+    assert "-lineinfo" in doc["settle"]
+
+
+def test_the_worksheet_of_the_generated_code_is_in_the_store():
+    con = open_store(None)
+    ev = gather(con, [EVIDENCE / "deadlock_ptx"])
+    assert ev.sheets and not ev.sheet_problems
+    rows = con.sql("""
+        SELECT b.barrier, b.init_count, sum(a.arrivals) AS per_phase, any_value(w.call_line) AS waits_at
+        FROM ws_barriers b JOIN ws_arrivals a USING (kernel, barrier) JOIN ws_waits w USING (kernel, barrier)
+        GROUP BY ALL ORDER BY b.barrier""").fetchall()
+    assert rows == [("empty", 64, 64, 85), ("full", 64, 32, 102)]
+    (flag,) = con.sql("SELECT name, basis FROM ws_flags").fetchall()
+    assert flag == ("init-count", "evidence")
+
+
+@pytest.mark.parametrize("name, code, release", [
+    ("release_warp_synced", 3, Release.WARP_SYNCED),
+    ("release_unsynced", 3, Release.UNSYNCED),
+])
+def test_a_racecheck_report_names_the_release_of_its_stage(name, code, release):
+    got, doc = _analyze(name)
+    assert got == code and doc["outcome"] == "correctness"
+    (rel,) = doc["releases"]
+    assert rel["release"] == release.value and rel["barrier"] == "empty" and rel["role"].startswith("consumer")
+    assert "rebuild" in rel["check"] or "__syncwarp" in rel["check"]
+
+
+def test_the_per_thread_release_is_clean_and_classified_so():
+    code, doc = _analyze("release_per_thread")
+    assert code == 0 and doc["outcome"] == "clean"
+    gs, problems = sheets([("ptx", EVIDENCE / "release_per_thread" / "generated" / "release_per_thread.ptx")])
+    assert not problems
+    assert {r.release for r in releases(gs) if r.barrier == "empty"} == {Release.PER_THREAD}
+
+
+def test_an_accepted_warp_synced_release_goes_on_with_a_caveat_and_an_unsynced_one_never():
+    code, doc = _analyze("release_warp_synced_accepted")
+    assert code == 0
+    (caveat,) = doc["caveats"]
+    assert "--accept-race warp-synced-single-lane-release" in caveat and "hazards on this stage must vanish" in caveat
+    manifest = json.loads((EVIDENCE / "release_warp_synced_accepted" / "bundle.json").read_text())
+    assert manifest["accepted"] == ["warp-synced-single-lane-release"] and manifest["outcome"] == "clean"
+    # the unsynced build was collected with the same --accept-race: still a stop
+    unsynced = json.loads((EVIDENCE / "release_unsynced" / "bundle.json").read_text())
+    assert unsynced["options"]["accept_race"] == ["warp-synced-single-lane-release"]
+    assert unsynced["outcome"] == "correctness" and unsynced["accepted"] == []
+
+
+def test_a_triton_repro_keeps_its_generated_code_and_finishes_every_sanitizer_tool():
+    manifest = json.loads((EVIDENCE / "triton" / "bundle.json").read_text())
+    tools = {r["tool"]: r for r in manifest["runs"] if r["phase"] == "sanitizer"}
+    assert sorted(tools) == ["initcheck", "memcheck", "racecheck", "synccheck"]
+    assert not any(r["timed_out"] for r in tools.values())
+    kinds = {k.split(":")[0] for r in manifest["runs"] if r["phase"] == "generated" for k in r["outputs"]}
+    assert {"ptx", "cubin", "ttgir", "json"} <= kinds
+    con = open_store(None)
+    ev = gather(con, [EVIDENCE / "triton"])
+    assert [g.sheet.kernel for g in ev.sheets] == ["matmul_tma"]
+    assert ev.verification.verified
+    code, doc = _analyze("triton")
+    assert code == 0 and doc["outcome"] == "clean"
+
+
+def test_initchecks_host_copy_under_a_kernel_filter_is_the_filters_not_the_users():
+    code, doc = _analyze("torch_filter")
+    assert code == 0
+    (caveat,) = doc["caveats"]
+    assert "Host API uninitialized memory access" in caveat and "scale_rows" in caveat
+    # the same finding without the filter is the user's: a stop
+    con = open_store(None)
+    ev = gather(con, [EVIDENCE / "torch_filter"])
+    assert not correctness_report(ev.sanitizer, ev.kernel_filter).broken
+    assert correctness_report(ev.sanitizer, None).broken
+    found = [f for _, o in ev.sanitizer for f in o.findings]  # 2 records: the same host copy, twice
+    assert found and all(f.kind == "InitcheckApiError" and f.kernel is None for f in found)
+    assert {finding_scope(f, "scale_rows") for f in found} == {Scope.FILTER}
+    assert {finding_scope(f, None) for f in found} == {Scope.USER}
+
+
+def test_library_kernels_are_recognised_by_their_real_names():
+    real = {
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT": "cuBLAS",  # from fixtures/reports/torch_mm
+        "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1_kernel0_0": "cuDNN",
+        "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4>(int)":
+            "PyTorch ATen",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL": "NCCL",
+        "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::half_t>>(Flash_fwd_params)":
+            "FlashAttention",
+    }
+    for name, lib in real.items():
+        assert vendor_library(name) == lib, name
+    for mine in ("matmul_tma", "scale_rows", "ws_pipeline", "void ws_stream<4, false, 32, false, 1>(const float *)",
+                 "void cutlass::device_kernel<MyGemm>(MyGemm::Params)", None):
+        assert vendor_library(mine) is None, mine
+
+
+def test_the_repro_run_under_pytorch_with_cublas_and_attention_is_clean():
+    code, doc = _analyze("torch_vendor")
+    assert code == 0 and doc["outcome"] == "clean"
+
+
+def test_the_sanitizer_is_scoped_by_kernel_and_timed_by_the_plain_run():
+    assert sanitizer_args(Options(Path("x"))) == []
+    assert sanitizer_args(Options(Path("x"), kernel="scale_rows")) == [
+        "--kernel-name", "regex=scale_rows", "--launch-count", "1"]
+    opts = Options(Path("x"), timeout=120.0)
+    assert sanitizer_limit(opts, 1.0) == 120.0  # --timeout when longer
+    assert sanitizer_limit(opts, 9.0) == 360.0  # 40x a 9 s Python repro
+    assert sanitizer_limit(opts, 600.0) == 1800.0  # at most 30 minutes
+
+
+def test_collect_refuses_an_unknown_acceptance_and_a_bad_source(tmp_path):
+    p = wsperf("collect", "--out", tmp_path / "b", "--accept-race", "unsynced-single-lane-release", "--", "true")
+    assert p.returncode == 2 and "only warp-synced-single-lane-release" in p.stderr
+    p = wsperf("collect", "--out", tmp_path / "c", "--source", tmp_path / "missing.cu", "--", "true")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    shutil.rmtree(tmp_path, ignore_errors=True)
