@@ -59,6 +59,9 @@ class Hypothesis:
     remedy: str
     sql: str
     measured: str = ""
+    # The falsifiable experiment a confirmed verdict proposes: the change, and the figure
+    # that must move (with the fixtures' before/after), for `wsperf compare` to check.
+    experiment: str = ""
 
     @property
     def params(self) -> set[str]:
@@ -123,6 +126,7 @@ def catalogue() -> tuple[Hypothesis, ...]:
             remedy=" ".join(str(doc["remedy"]).split()),
             sql=sql,
             measured=str(doc.get("measured", "")).strip(),
+            experiment=" ".join(str(doc.get("experiment", "")).split()),
         ))
     return tuple(out)
 

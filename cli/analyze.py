@@ -17,6 +17,7 @@ from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, load_with_progress, longest_first, out
 from wsperf.cli.gate import handoff, no_profile, with_caveats
+from wsperf.cli.report_md import write_report as write_bundle_report
 from wsperf.cli.history import LOCK_HELP, begin_run, load_run
 from wsperf.cli.nsys import analyze_timeline, split_inputs
 from wsperf.cli.render import OutputFormat
@@ -53,6 +54,8 @@ def analyze(
     lock_timeout: float = typer.Option(LOCK_TIMEOUT_S, "--lock-timeout", help=LOCK_HELP),
     source: list[Path] = typer.Option([], "--source", help="Generated code of the kernels (repeatable: .cu, .ptx, "
                                       ".cubin, fatbin): the handoff worksheet ties a hang or a race to its barrier."),
+    write_report: bool = typer.Option(False, "--write-report", help="With a bundle: (re)write its REPORT.md, the "
+                                      "reproducible report for an upstream issue."),
     allow_unverified: bool = typer.Option(False, "--allow-unverified", help="Give the verdicts of a bundle whose "
                                           "sanitizer evidence is incomplete, each marked unverified (exit 5 still)."),
 ) -> None:
@@ -77,10 +80,13 @@ def analyze(
         run = begin_run(con, db, label, tag, commit, branch, reports)
         evidence = gather(con, reports, sanitizer, source)
         gate = handoff(evidence, fmt, allow_unverified)
-        if not gate.allows_verdicts(allow_unverified):
-            raise typer.Exit(gate.code)
-        if not evidence.reports:
-            no_profile(fmt, gate)
+        if write_report and evidence.bundle is None:
+            raise InputError("--write-report needs a bundle directory written by `wsperf collect`")
+        if not gate.allows_verdicts(allow_unverified) or not evidence.reports:
+            if gate.allows_verdicts(allow_unverified):
+                no_profile(fmt, gate)
+            if write_report:
+                err.print(render.plain(f"wsperf analyze: wrote {write_bundle_report(evidence.bundle, evidence, gate, None)}"))
             raise typer.Exit(gate.code)
         reports = list(evidence.reports)
         ids = load_run(con, run, reports, load_with_progress)
@@ -101,6 +107,8 @@ def analyze(
             from wsperf.cli.charts import charts_markdown
 
             sys.stdout.write(charts_markdown(charts, charts_dir))
+        if write_report:
+            err.print(render.plain(f"wsperf analyze: wrote {write_bundle_report(evidence.bundle, evidence, gate, results)}"))
     if gate.code:
         raise typer.Exit(gate.code)
 

@@ -17,6 +17,7 @@ from wsperf.cli import render
 from wsperf.cli.common import err, error_boundary, load_with_progress, longest_first
 from wsperf.cli.gate import handoff, with_caveats
 from wsperf.cli.render import OutputFormat
+from wsperf.cli.report_md import write_report
 from wsperf.collectors.collect import PROFILE_CAP, CollectError, Options as CollectOptions, collect as run_collect
 from wsperf.collectors.errors import ExitCode, InputError
 from wsperf.collectors.generated import check_sources
@@ -75,12 +76,15 @@ def collect(
             err.print(render.plain(f"Warning: {w}"), soft_wrap=True)
         err.print(render.plain(f"wsperf collect: bundle {result.bundle}"))
         con = open_store(None)
-        gate = handoff(gather(con, [result.bundle]), fmt, allow_unverified)
+        evidence = gather(con, [result.bundle])
+        gate = handoff(evidence, fmt, allow_unverified)
+        results = None
         if gate.allows_verdicts(allow_unverified) and result.report is not None:
             load_with_progress(con, [result.report])
             results = longest_first(run_analysis(con))
             with_caveats(fmt, gate.caveats, results, render.analyses_text, render.analyses_json,
                          render.analyses_markdown)
+        err.print(render.plain(f"wsperf collect: wrote {write_report(result.bundle, evidence, gate, results)}"))
         if result.problems:
             raise CollectError("; ".join(result.problems), gate.code or ExitCode.ERROR)
         if gate.code:

@@ -29,6 +29,9 @@ class Gate:
 
     code: int
     caveats: tuple[str, ...]
+    outcome: str = "clean"  # hang | correctness | unverified | clean
+    markdown: str = ""  # the report the rule called for, as Markdown (REPORT.md quotes it)
+    experiments: tuple[str, ...] = ()  # falsifiable checks of the causes it names
 
     def allows_verdicts(self, allow_unverified: bool) -> bool:
         return self.code == ExitCode.OK or (self.code == ExitCode.UNVERIFIED and allow_unverified)
@@ -37,15 +40,22 @@ class Gate:
 def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = False) -> Gate:
     """Apply the rule to `evidence`, printing the report it calls for."""
     code = ExitCode.OK
+    said = ""
     if evidence.hang is not None:
-        emit(fmt, deadlock(evidence), _deadlock_text, render.deadlock_json, _deadlock_markdown)
-        code = ExitCode.DEADLOCK
+        rep = deadlock(evidence)
+        emit(fmt, rep, _deadlock_text, render.deadlock_json, _deadlock_markdown)
+        code, said = ExitCode.DEADLOCK, _deadlock_markdown(rep)
+        tried = tuple(_deadlock_experiments(rep))
     corr = correctness_report(evidence.sanitizer, evidence.kernel_filter)
     ver = evidence.verification
     excused = accepted_races(list(evidence.sheets), corr, ver.accepted) if ver is not None else ()
     if corr.broken and not excused:
-        emit(fmt, (corr, ver, races(evidence, corr)), _correctness_text, _correctness_json, _correctness_markdown)
-        return Gate(code or ExitCode.CORRECTNESS, ())
+        value = (corr, ver, races(evidence, corr))
+        emit(fmt, value, _correctness_text, _correctness_json, _correctness_markdown)
+        return Gate(code or ExitCode.CORRECTNESS, (), "hang" if code else "correctness",
+                    said + _correctness_markdown(value),
+                    (tried if code else ()) + tuple(dict.fromkeys(
+                        f"{r.release.value} on {r.barrier} ({r.role}): {r.check}" for r in value[2])))
     caveats = list(_vendor_caveats(corr)) + list(corr.filter_artifacts)
     if excused:
         hazards = sum(g.findings for g in corr.groups)
@@ -53,12 +63,12 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
                        "finding(s) on stages released that way did not stop this bundle; the falsifiable check: "
                        + "; ".join(dict.fromkeys(r.check for r in races(evidence, corr))))
     if code:
-        return Gate(code, tuple(caveats))
+        return Gate(code, tuple(caveats), "hang", said, tried)
     if ver is not None and not ver.verified:
         caveats = [f"correctness unverified: {p}" for p in ver.problems] + caveats
         if not allow_unverified or fmt is not OutputFormat.json:
             emit(fmt, ver, _unverified_text, _unverified_json, _unverified_markdown)
-        return Gate(ExitCode.UNVERIFIED, tuple(caveats))
+        return Gate(ExitCode.UNVERIFIED, tuple(caveats), "unverified", _unverified_markdown(ver))
     return Gate(ExitCode.OK, tuple(caveats))
 
 
@@ -92,6 +102,26 @@ def no_profile(fmt: OutputFormat, gate: Gate) -> None:
     for c in gate.caveats:
         out.print(Text.assemble(("Caveat: ", "bold yellow"), plain(c)), soft_wrap=True)
     out.print(plain(said))
+
+
+def _deadlock_experiments(rep: DeadlockReport) -> list[str]:
+    """One check per cause the worksheet decided: the change, and what must then happen."""
+    out = []
+    for h in rep.handoffs:
+        if h is None:
+            continue
+        for f in h.flags:
+            if "init with " in f:
+                n = f.rsplit("init with ", 1)[1].split()[0].rstrip(".;")
+                out.append(f"initialize {h.barrier} with count {n} (not {', '.join(map(str, dict.fromkeys(h.init_counts)))}):"
+                           " the repro must finish within --timeout and `wsperf collect` exit 0 or go on to the "
+                           "sanitizer")
+    if not out and any(c.basis.value == "evidence" and "parity" in c.text for c in rep.causes):
+        waits = [h for h in rep.handoffs if h is not None]
+        out.append("make each role's first wait on a fresh barrier pass at once (the producer waits on "
+                   + ", ".join(sorted({h.barrier for h in waits if h.role.startswith("producer")}) or {"empty"})
+                   + " for parity ((k / STAGES) & 1) ^ 1): the repro must finish within --timeout")
+    return list(dict.fromkeys(out))
 
 
 def _vendor_caveats(corr: CorrectnessReport) -> list[str]:

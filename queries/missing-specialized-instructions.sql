@@ -27,6 +27,11 @@ measured: |
   torch_mm (wgmma + TMA on sm_90), ws_stream_healthy (bulk copies), multi_launch kernels (no MMA, no mbarrier).
   static (fixtures/cubins, tests/test_inspect.py): confirmed by --expect tensor-core for tcgen05_fallback
   (mma.sync on sm_100a) and gemm_ffma (sm_90a); rejected for tcgen05_gemm (UTCHMMA + UTMALDG) and gemm_ws.
+experiment: >
+  Build for the architecture's own target (-gencode arch=compute_90a,code=sm_90a, or
+  sm_100a) and use wgmma/TMA (tcgen05 on Blackwell): `wsperf inspect` of the new build
+  must list the family (HGMMA / UTMALDG / UTC*MMA) and `wsperf compare` the duration drop
+  (gemm_ffma -> gemm_wgmma_tma: about 21x).
 remedy: >
   Use the architecture's asynchronous paths: on sm_90 wgmma (compile for sm_90a:
   -gencode=arch=compute_90a,code=sm_90a) and TMA (cp.async.bulk.tensor with a

@@ -14,6 +14,11 @@ measured: |
              gemm_wgmma_cpasync (cp.async, no TMA) consumer 0.218 / producer 0.047.
   rejected:  ws_stream_healthy 0.016 / 0.538; ws_stream_serialized 0.145 / 0.533 (producer waits);
              ws_stream_consumer 0.001 / 0.552; gemm_wgmma_tma 0.057 / 0.761; torch_mm (cuBLAS) 0.010 / 0.004.
+experiment: >
+  Fill each stage with one bulk/TMA copy issued by one elected lane, or move the address
+  math off the producer: the consumers' mbarrier-wait share should fall below 0.15
+  (ws_stream_producer 0.874 -> ws_stream_healthy 0.016). Check with `wsperf compare BEFORE
+  AFTER`.
 remedy: >
   Make the producer cheaper per byte: issue TMA (cp.async.bulk.tensor) from one elected
   lane instead of copying with loads and stores, move address math out of the loop

@@ -13,6 +13,11 @@ measured: |
   all other fixtures 0.0 (ws_stream_healthy, gemm_wgmma_tma, torch_mm, ...; rejected).
   static (fixtures/cubins): tcgen05_spill has LDL/STL inside its loop (confirmed); tcgen05_gemm, gemm_ws
   and gemm_ffma hold no LDL/STL (rejected).
+experiment: >
+  Cut the live registers of the hot loop (a smaller tile per thread, __launch_bounds__,
+  setmaxnreg for the math warps): `-Xptxas -v` must report 0 bytes of spill stores and the
+  LDL/STL share fall to 0 (ws_stream_spill 0.501 -> ws_stream_healthy 0). Check with
+  `wsperf inspect` and `wsperf compare`.
 remedy: >
   Free registers in the role that spills: keep fewer values live across the loop (smaller
   per-thread tiles, recompute cheap values), give the math role more registers

@@ -22,6 +22,11 @@ measured: |
   not specialized: multi_launch reduce_sum (one load then one add per trip) 0.885 of samples wait on
             loads inside loops, DRAM 12.8% (confirmed); saxpy 0.0 (no loop), transpose_naive 0.0 (unrolled),
             gemm_ffma 0.322, triton_matmul 0.090 (rejected).
+experiment: >
+  Deepen the ring from 1 stage to 4 (or prefetch the next tile before computing on this
+  one): the consumer mbarrier-wait share should fall below 0.05 (ws_stream_serialized
+  0.145 -> ws_stream_healthy 0.016) and the duration by about 10% (fixtures/compare:
+  161-164 us -> 144-145 us). Check with `wsperf compare BEFORE AFTER`.
 remedy: >
   Overlap copy and compute: give the ring at least two (typically 3-4) stages, wait on
   the empty barrier of the slot you are about to fill (parity flips once per lap), and

@@ -11,6 +11,10 @@ measured: |
   ws_stream_fewctas (16 CTAs on 132 SMs): sm_active 0.121 (confirmed, limiter grid);
   all others 0.82-0.99: ws_stream_healthy 0.957, gemm_wgmma_tma 0.949, torch_mm 0.951,
   multi_launch reduce_sum (264 CTAs, 0.25 waves) 0.873 (rejected).
+experiment: >
+  Launch at least one CTA (or cluster) per SM, or fit more per SM (fewer registers or less
+  shared memory): SM activity should rise above 0.8 (ws_stream_fewctas 0.121 ->
+  ws_stream_healthy 0.82 or more). Check with `wsperf compare BEFORE AFTER`.
 remedy: >
   Give every SM work: launch at least one CTA (or cluster) per SM, better a persistent grid
   of SMs x CTAs-per-SM that loops over tiles; split K or use smaller tiles when the problem

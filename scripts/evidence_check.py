@@ -21,6 +21,8 @@ def main(name: str, bundle: Path, analyze_json: Path) -> str:
            if r["phase"] == "sanitizer"}
     fails: list[str] = []
     seen: list[str] = [f"sanitizer {san}", f"generated {len(gen)}"]
+    if not (bundle / "REPORT.md").is_file():
+        fails.append("no REPORT.md")
     if name in ("deadlock_ptx", "phase_source"):
         causes = (doc or {}).get("causes", [])
         first = causes[0] if causes else {}

@@ -201,3 +201,29 @@ def test_collect_refuses_an_unknown_acceptance_and_a_bad_source(tmp_path):
     p = wsperf("collect", "--out", tmp_path / "c", "--source", tmp_path / "missing.cu", "--", "true")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_report_md_for_a_hang_names_the_cause_and_a_falsifiable_fix(tmp_path):
+    b = tmp_path / "deadlock_ptx"
+    shutil.copytree(EVIDENCE / "deadlock_ptx", b)
+    p = wsperf("analyze", b, "--write-report")
+    assert p.returncode == 4 and "wrote" in p.stderr
+    text = (b / "REPORT.md").read_text()
+    for section in ("## Environment and commands", "## Launch shapes", "## Generated code", "## Symptom",
+                    "## Conclusion", "## Experiments"):
+        assert section in text
+    assert "NVIDIA H200 (driver 580.159.04" in text and "`generated/ws_deadlock.ptx` (ptx)" in text
+    assert "| cause | evidence | consumers (warps 1-2) wait at pipeline.cuh:102 on full" in text
+    assert "initialize full with count 32 (not 64): the repro must finish" in text
+    assert "\\_" not in text.split("## Symptom")[0].split("## Launch shapes")[1]  # code spans show no escapes
+
+
+def test_report_md_for_a_slow_kernel_proposes_the_experiment_compare_can_check(tmp_path):
+    from bundles import sanitizer_bundle
+
+    b = sanitizer_bundle(tmp_path, "clean", report="ws_stream_serialized")
+    assert wsperf("analyze", b, "--write-report").returncode == 0
+    text = (b / "REPORT.md").read_text()
+    assert "actual: confirmed: serialized-roles" in text
+    assert "serialized-roles: Deepen the ring from 1 stage to 4" in text and "wsperf compare BEFORE AFTER" in text
+    assert "grid " in text.split("## Launch shapes")[1].split("##")[0]
