@@ -26,7 +26,11 @@ from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.process import Terminated, signals_as_exceptions
 
 # Piped output (CI logs, files) is read in wide windows: do not wrap it at 80 columns.
-out = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+# Piped output keeps the width COLUMNS asks for, when it asks.
+_COLUMNS = os.environ.get("COLUMNS", "")
+out = Console(highlight=False, soft_wrap=False,
+              width=None if sys.stdout.isatty() else int(_COLUMNS) if _COLUMNS.isdigit() and int(_COLUMNS) >= 40
+              else 160)
 err = Console(stderr=True, highlight=False)
 
 

@@ -13,6 +13,8 @@ from wsperf.cli.compare import compare
 from wsperf.cli.doctor import doctor
 from wsperf.cli.history import export, history
 from wsperf.cli.inspect import inspect
+from wsperf.cli.nsys import nsys
+from wsperf.cli.render import version
 from wsperf.cli.sql import sql
 from wsperf.cli.worksheet import worksheet
 
@@ -22,18 +24,42 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    # Docstrings are wrapped in the source; Markdown mode reflows each paragraph to the
+    # terminal instead of breaking lines where the source did.
+    rich_markup_mode="markdown",
 )
 
-app.command()(analyze)
-app.command()(chart)
-app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(collect)
-app.command()(sql)
-app.command()(doctor)
-app.command()(inspect)
-app.command()(compare)
-app.command()(history)
-app.command()(export)
-app.command()(worksheet)
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"wsperf {version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                            help="Print wsperf's version and exit.")) -> None:
+    """Why is this warp-specialized kernel broken or slow? Answers from real Nsight Compute,
+    compute-sanitizer and cuda-gdb output."""
+
+
+def _short(f) -> str:
+    """A command's first sentence, for the command list of `wsperf --help`."""
+    text = " ".join((f.__doc__ or "").split())
+    return text.split(". ")[0].rstrip(".") + "."
+
+
+app.command(short_help=_short(analyze))(analyze)
+app.command(short_help=_short(chart))(chart)
+app.command(short_help=_short(collect), context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    collect)
+app.command(short_help=_short(sql))(sql)
+app.command(short_help=_short(doctor))(doctor)
+app.command(short_help=_short(inspect))(inspect)
+app.command(short_help=_short(compare))(compare)
+app.command(short_help=_short(history))(history)
+app.command(short_help=_short(export))(export)
+app.command(short_help=_short(worksheet))(worksheet)
+app.command(short_help=_short(nsys))(nsys)
 
 
 def main() -> None:  # pragma: no cover - console-script shim

@@ -176,3 +176,16 @@ def test_third_party_kernels(report, tensor, copies):
     if report == "torch_mm":  # cuBLAS: persistent grid of 1x2 clusters, setmaxnreg, cluster barriers
         assert k["grid"] == [2, 66, 1] and k["cluster"] == [2, 1, 1]
         assert k["families"]["setmaxnreg"] and k["families"]["cluster_barrier"]
+
+
+def test_version_and_a_help_list_of_whole_sentences():
+    p = wsperf("--version")
+    assert p.returncode == 0 and p.stdout.startswith("wsperf ") and p.stdout.split()[1][0].isdigit()
+    h = wsperf("--help")
+    assert h.returncode == 0
+    commands = h.stdout.split("Commands")[1]
+    for cmd in ("analyze", "collect", "compare", "nsys", "worksheet"):
+        assert f" {cmd} " in commands
+    # each summary is its docstring's first sentence, reflowed: no line of it breaks
+    # where the source did ("duration, the" then "instruction paths ...")
+    assert "duration, the instruction paths" in " ".join(line.strip("│ ") for line in commands.splitlines())
