@@ -1,0 +1,397 @@
+"""Inputs that must not hang wsperf, lose a store, leak files or processes, or act on the
+terminal (README, "Bad input" and "Exit codes"). Each defect is tried through the library
+and through the real CLI; tests/corpus.py makes the inputs from the real fixtures.
+
+Every test has a time limit: an input that hangs fails its test instead of stalling CI.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import altair as alt
+import duckdb
+import pandas as pd
+import pytest
+
+import corpus
+from support import wsperf_exe
+from wsperf.analyses.analyze import analyze
+from wsperf.analyses.config import load_config
+from wsperf.analyses.sql import query_store, run_sql
+from wsperf.analyses.worksheet import worksheet
+from wsperf.cli.charts import write_charts
+from wsperf.collectors import ncu
+from wsperf.collectors.errors import InputError, QueryError, ReportError, StoreError, WsperfError
+from wsperf.collectors.files import write_output
+from wsperf.collectors.ncu import load_report
+from wsperf.collectors.process import run_bounded
+from wsperf.collectors.sanitizer import read_sanitizer_xml
+from wsperf.collectors.store import open_store, table_counts
+
+CLI_LIMIT_S = 60
+CONTROL = [chr(c) for c in (*range(0, 9), *range(11, 32), *range(0x7F, 0xA0))]
+
+
+class Hang(BaseException):
+    """A time limit ran out. Not a TimeoutError: that is an OSError, which code under
+    test may catch (and so swallow the limit) while it handles file errors."""
+
+
+@contextmanager
+def hang_limit(seconds: int, message: str):
+    def expire(signum, frame):
+        raise Hang(message)
+
+    old = signal.signal(signal.SIGALRM, expire)
+    outer = signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # re-fires each second until cleared
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if outer[0] > 0:  # an enclosing limit goes on counting
+            signal.setitimer(signal.ITIMER_REAL, *outer)
+
+
+@pytest.fixture(autouse=True)
+def limit():
+    with hang_limit(120, "the test ran past 120 s: an input hangs wsperf"):
+        yield
+
+
+def cli(*args: str | Path, code: int = 2, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    """wsperf as a user runs it: exit `code`, no traceback, and for an error one `Error:` line."""
+    p = subprocess.run([wsperf_exe(), *map(str, args)], capture_output=True, timeout=CLI_LIMIT_S,
+                       env={**os.environ, **(env or {})}, **kw)
+    err = p.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err, (args, err[-3000:])
+    assert p.returncode == code, (args, p.returncode, err[-2000:])
+    if code != 0:
+        assert len([ln for ln in err.splitlines() if ln.startswith("Error:")]) == 1, (args, err)
+    return p
+
+
+def sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """A real store with one recorded run of the basic report."""
+    db = tmp_path_factory.mktemp("store") / "s.duckdb"
+    cli("analyze", corpus.BASIC, "--db", db, "--label", "first", code=0)
+    return db
+
+
+# -- 3, 6: paths that are not plain files ------------------------------------------------
+
+
+def test_special_paths_are_refused_at_once_by_every_loader(tmp_path):
+    con = open_store(None)
+    loaders = {
+        "report": lambda p: load_report(con, p),
+        "config": lambda p: load_config(p),
+        "sanitizer XML": lambda p: read_sanitizer_xml(p),
+        "PTX": lambda p: worksheet([p]),
+        "store": lambda p: open_store(p),
+    }
+    for label, path in corpus.special_paths(tmp_path):
+        for what, load in loaders.items():
+            t0 = time.monotonic()
+            with hang_limit(10, f"{what} hangs on {label}"):
+                with pytest.raises(WsperfError) as e:
+                    load(path)
+            assert "\n" not in str(e.value) and time.monotonic() - t0 < 5, (what, label, str(e.value))
+    assert table_counts(con)["reports"] == 0
+
+
+def test_special_paths_through_the_cli(tmp_path):
+    # A sample (each CLI run costs a second or two); the library test above tries them all.
+    paths = dict(corpus.special_paths(tmp_path))
+    fifo = paths["FIFO"]
+    cli("analyze", paths["1 TB sparse file"], "--sanitizer", fifo)
+    cli("chart", paths["symlink loop"], "--out", tmp_path / "c")
+    cli("sql", "SELECT 1", "--report", paths["name of 300 bytes"])
+    cli("analyze", corpus.BASIC, "--config", "/dev/zero")
+    cli("worksheet", fifo)
+    cli("analyze", corpus.BASIC, "--db", fifo)
+
+
+def test_a_gzip_of_zeros_is_refused_from_its_first_mib(tmp_path, monkeypatch):
+    bomb = tmp_path / "zeros.ncu-rep.gz"
+    bomb.write_bytes(corpus.zeros_gzip(64))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    t0 = time.monotonic()
+    with pytest.raises(ReportError, match="decompresses to something that is not"):
+        load_report(open_store(None), bomb)
+    assert time.monotonic() - t0 < 5 and not any(scratch.iterdir())
+    cli("analyze", bomb, env={"TMPDIR": str(scratch)})
+    assert not any(scratch.iterdir())
+
+
+# -- 2: --db is a wsperf store or a new path ------------------------------------------------
+
+
+def test_foreign_files_and_newer_stores_are_refused_unchanged(tmp_path, store):
+    newer = tmp_path / "newer.duckdb"
+    shutil.copy(store, newer)
+    corpus.newer_layout(newer)
+    cases = [*corpus.foreign_databases(tmp_path), ("newer layout", newer)]
+    for label, db in cases:
+        before = sha(db)
+        with pytest.raises(StoreError) as e:
+            open_store(db)
+        assert "\n" not in str(e.value), label
+        assert sha(db) == before, label
+        if label in ("Parquet", "DuckDB with views only", "newer layout"):
+            p = cli("analyze", corpus.BASIC, "--db", db, "--label", "n1")
+            assert b"recorded run" not in p.stderr and sha(db) == before, label
+    assert b"layout 99" in p.stderr
+
+
+def test_an_empty_file_is_a_new_store(tmp_path):
+    db = tmp_path / "made-by-mktemp"
+    db.touch()
+    cli("analyze", corpus.BASIC, "--db", db, "--label", "n1", code=0)
+    with duckdb.connect(str(db), read_only=True) as c:
+        assert c.execute("SELECT count(*) FROM runs").fetchall() == [(1,)]
+
+
+# -- 4: a report replaced while it loads -------------------------------------------------------
+
+
+def test_a_report_replaced_while_it_loads_is_never_stored_mixed(tmp_path, monkeypatch):
+    """The file is swapped for another report after it was hashed and before it is read
+    (the point the race hit): what is stored must be one report, sha and launches."""
+    path = tmp_path / "report.ncu-rep"
+    shutil.copy(corpus.BASIC, path)
+    reader_count = ncu._reader_count
+
+    def swap_then_count(size: int) -> int:
+        os.replace(shutil.copy(corpus.WITH_SASS, tmp_path / "other"), path)
+        return reader_count(size)
+
+    monkeypatch.setattr(ncu, "_reader_count", swap_then_count)
+    con = open_store(None)
+    r = load_report(con, path)
+    kernels = {k for (k,) in con.execute("SELECT kernel_function FROM launches").fetchall()}
+    assert r.sha256 == sha(corpus.BASIC), "the identity must be of the bytes that were read"
+    monkeypatch.setattr(ncu, "_reader_count", reader_count)
+    alone = open_store(None)
+    load_report(alone, corpus.BASIC)
+    assert kernels == {k for (k,) in alone.execute("SELECT kernel_function FROM launches").fetchall()}
+
+
+# -- 5: `wsperf sql` reads and never writes ----------------------------------------------------
+
+
+def test_sql_cannot_write_a_store_or_reach_outside(tmp_path, store):
+    before = sha(store)
+    with pytest.raises(InputError, match="not both"):
+        query_store(store, [corpus.BASIC])
+    con = query_store(store)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret\n")
+    other = tmp_path / "other.duckdb"
+    for q in ["DROP TABLE run_reports", "DELETE FROM runs", f"SELECT * FROM read_text('{outside}')",
+              f"COPY runs TO '{tmp_path / 'out.csv'}'", f"EXPORT DATABASE '{tmp_path / 'exp'}'",
+              f"ATTACH '{other}' AS o", "INSTALL httpfs", "LOAD httpfs", "SET enable_external_access = true",
+              "SET lock_configuration = false"]:
+        with pytest.raises(QueryError):
+            run_sql(con, q)
+    assert run_sql(con, "SELECT count(*) FROM runs").rows == [(1,)]
+    con.close()
+    assert sha(store) == before and not other.exists() and not (tmp_path / "out.csv").exists()
+    cli("sql", "DROP TABLE run_reports; DROP TABLE runs; SELECT 1", "--db", store, "--report", corpus.BASIC)
+    cli("sql", f"SELECT * FROM read_text('{outside}')", "--report", corpus.BASIC)
+    cli("sql", "DROP TABLE runs", "--db", store)
+    assert sha(store) == before
+
+
+# -- 6: one Error line, never a traceback ---------------------------------------------------------
+
+
+def test_hostile_kernel_regexes_end_at_once():
+    con = open_store(None)
+    load_report(con, corpus.BASIC)
+    for regex in corpus.HOSTILE_REGEXES:
+        with hang_limit(10, f"--kernel {regex!r} hangs"):
+            for run in (lambda: analyze(con, regex), lambda: worksheet([corpus.PTX_FILE], kernel=regex)):
+                try:
+                    run()
+                except InputError as e:
+                    assert "\n" not in str(e)
+
+
+def test_hostile_kernel_regexes_through_the_cli(tmp_path):
+    cli("worksheet", corpus.PTX_FILE, "--kernel", r"(\w+)+!")
+    cli("chart", corpus.BASIC, "--out", tmp_path / "c", "--kernel", r"(a)\1")
+
+
+def test_stdout_on_a_full_device_is_one_error():
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([wsperf_exe(), "analyze", str(corpus.BASIC)], stdout=full, stderr=subprocess.PIPE,
+                           timeout=CLI_LIMIT_S)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and "Traceback" not in err and err.count("Error:") == 1, err
+
+
+def test_a_full_tmpdir_during_a_load_is_one_error(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        p = cli("analyze", corpus.WITH_SASS, env={"TMPDIR": str(mnt)})
+        assert b"TMPDIR" in p.stderr
+    finally:
+        subprocess.run(["umount", str(mnt)])
+
+
+# -- 7: numbers are finite and in range ------------------------------------------------------------
+
+
+def test_thresholds_that_are_not_finite_or_out_of_range_are_refused(tmp_path):
+    path = tmp_path / "wsperf.toml"
+    bad = [f"[thresholds.producer-bound]\nmin_consumer_wait_share = {v}\n"
+           for v in corpus.NOT_FINITE + corpus.SHARES_OUT_OF_RANGE]
+    bad += [f"[compare.thresholds]\n{k} = {v}\n" for k in ("duration_ns", "alpha", "wait_share:consumer")
+            for v in corpus.NOT_FINITE]
+    bad += ["[compare.thresholds]\nalpha = 1.0\n", "[compare.thresholds]\nalpha = 0\n",
+            "[compare.thresholds]\nshare_points = 101\n"]
+    for text in bad:
+        path.write_text(text)
+        with pytest.raises(InputError):
+            load_config(path)
+    path.write_text(bad[0])
+    cli("analyze", corpus.BASIC, "--config", path)
+    path.write_text("[compare.thresholds]\nduration_ns = nan\n")
+    cli("compare", corpus.BASIC, corpus.BASIC, "--config", path)
+
+
+def test_numeric_options_that_are_not_finite_are_refused(tmp_path, store):
+    for v in (math.nan, math.inf, -1.0):
+        with pytest.raises(InputError, match="--lock-timeout"):
+            open_store(tmp_path / "s.duckdb", lock_timeout=v)
+        with pytest.raises(ValueError):
+            run_bounded(["true"], timeout=v)
+    cli("analyze", corpus.BASIC, "--db", store, "--lock-timeout", "nan")
+    cli("history", "--db", store, "--lock-timeout", "nan")
+    cli("collect", "--timeout", "nan", "--no-profile", "--", "/bin/true")
+
+
+# -- 8: untrusted text is inert in every text format -------------------------------------------------
+
+
+def test_csv_output_is_inert(tmp_path):
+    evil = "chr(27) || '[2J' || chr(7) || chr(155) || '31m' || chr(8238) || 'x'"
+    p = cli("sql", f"SELECT {evil} AS k, 'ok' AS {'c'}", "--report", corpus.BASIC, "--format", "csv", code=0)
+    out = p.stdout.decode()
+    assert "ok" in out and not any(c in out.replace("\n", "") for c in CONTROL + ["\u202e"]), repr(out)
+    db = tmp_path / "s.duckdb"
+    cli("analyze", corpus.BASIC, "--db", db, code=0)
+    with duckdb.connect(str(db)) as c:  # a store whose kernel names carry escapes (a hostile artifact)
+        c.execute("UPDATE launches SET kernel_function = 'k' || chr(27) || '[2J' || chr(155) || '31m' || chr(7), "
+                  "kernel_demangled = 'd' || chr(27) || ']0;title' || chr(7)")
+    out = cli("history", "--db", db, "--format", "csv", code=0).stdout.decode()
+    assert "k[2J31m" in out and not any(c in out.replace("\n", "") for c in CONTROL), repr(out)
+
+
+# -- 9: SIGTERM cleans up as Ctrl-C does ---------------------------------------------------------------
+
+
+def _big_gz(tmp: Path) -> Path:
+    big = tmp / "big.ncu-rep.gz"
+    big.write_bytes(gzip.compress(corpus.concatenated_report(150), compresslevel=1))
+    return big
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_mid_load_leaves_no_temporary_files(tmp_path, sig, code):
+    big = _big_gz(tmp_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    p = subprocess.Popen([wsperf_exe(), "analyze", str(big)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         env={**os.environ, "TMPDIR": str(scratch)})
+    deadline = time.monotonic() + 30
+    while not any(scratch.glob("wsperf-ncu-*/report.ncu-rep")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    p.send_signal(sig)
+    err = p.communicate(timeout=30)[1].decode()
+    assert p.returncode == code and "Traceback" not in err and err.count("Error:") == 1, (p.returncode, err)
+    assert not list(scratch.glob("wsperf-ncu-*")), list(scratch.iterdir())
+
+
+def test_sigterm_during_collect_ends_the_repro(tmp_path):
+    marker = f"wsperf-test-sleep-{os.getpid()}"
+    script = tmp_path / marker
+    script.write_text("#!/bin/sh\nsleep 999\necho done\n")  # no exec: the shell keeps the marker in its command line
+    script.chmod(0o755)
+    p = subprocess.Popen([wsperf_exe(), "collect", "--timeout", "60", "--no-profile", "--out", str(tmp_path / "b"),
+                          "--", str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def running() -> list[str]:
+        # The shell running the script (wsperf's own command line names it too).
+        return subprocess.run(["pgrep", "-f", f"^/bin/sh {script}$"], capture_output=True, text=True).stdout.split()
+
+    deadline = time.monotonic() + 60
+    while not running() and time.monotonic() < deadline:  # collect probes the machine first
+        time.sleep(0.1)
+    assert running(), "the repro never started"
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate(timeout=30)[1].decode()
+    time.sleep(0.5)
+    left = running()
+    for pid in left:  # do not leave it behind: the shell leads the repro's process group
+        os.killpg(int(pid), signal.SIGKILL)
+    assert not left, f"the repro outlived wsperf: {left}"
+    assert p.returncode == 143 and "Traceback" not in err and err.count("Error:") == 1, (p.returncode, err)
+
+
+# -- 10: outputs never go through a link, never stay truncated ------------------------------------------
+
+
+def test_outputs_replace_links_and_never_write_through_them(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    charts = tmp_path / "charts"
+    charts.mkdir()
+    for name in ("tiny.vl.json", "tiny.html", "tiny.png", "tiny.svg"):
+        (charts / name).symlink_to("../victim.txt")
+    tiny = alt.Chart(pd.DataFrame({"x": [1, 2]})).mark_bar().encode(x="x")
+    write_charts({"tiny": tiny}, charts)
+    assert victim.read_text() == "keep\n" and not any(p.is_symlink() for p in charts.iterdir())
+    (tmp_path / "page.html").symlink_to("victim.txt")
+    cli("analyze", corpus.BASIC, "--html", tmp_path / "page.html", code=0)
+    assert victim.read_text() == "keep\n" and not (tmp_path / "page.html").is_symlink()
+    os.mkfifo(tmp_path / "fifo.html")
+    with pytest.raises(InputError, match="not a regular file"):
+        write_output(tmp_path / "fifo.html", "x")
+
+
+def test_a_write_that_fails_leaves_the_previous_file_whole(tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text("previous\n")
+    # The file size limit stands in for a full disk: a write past 4 KiB fails with EFBIG.
+    code = ("import resource, signal, sys; from wsperf.cli.html import write_page;"
+            "from wsperf.collectors.errors import InputError;"
+            "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096));"
+            f"\ntry:\n    write_page('x' * 100000, {str(page)!r})\nexcept InputError as e:\n    print(e); sys.exit(2)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "nothing was written" in p.stdout, (p.stdout, p.stderr)
+    assert page.read_text() == "previous\n" and [q.name for q in tmp_path.iterdir()] == ["page.html"]
