@@ -27,7 +27,8 @@ from typing import Any, Iterable
 
 from wsperf.analyses.correctness import (Basis, CorrectnessReport, DeadlockReport, Item, correctness_report,
                                          deadlock_report)
-from wsperf.analyses.worksheet import Barrier, KernelSheet, Wait, analyse
+from wsperf.analyses.worksheet import analyse
+from wsperf.analyses.worksheet_model import Barrier, KernelSheet, Wait
 from wsperf.collectors.bundle import Bundle, read_bundle, resolve
 from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.sanitizer import Handoff

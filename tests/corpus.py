@@ -412,7 +412,7 @@ class Targets:
         return _outcome(lambda: load_config(self._write("f.toml", data)))
 
     def manifest(self, data: bytes) -> str:
-        from wsperf.analyses.correctness import gather
+        from wsperf.analyses.evidence import gather
         from wsperf.collectors.bundle import MANIFEST
 
         if self.bundle is None:

@@ -35,7 +35,7 @@ import corpus
 from bundles import deadlock_bundle, sanitizer_bundle
 from support import ROOT, time_limit, wsperf_exe
 from wsperf.analyses.config import load_config
-from wsperf.analyses.correctness import gather
+from wsperf.analyses.evidence import gather
 from wsperf.analyses.worksheet import worksheet
 from wsperf.collectors import ncu
 from wsperf.collectors.bundle import MANIFEST, BundleError, read_bundle

@@ -1,0 +1,425 @@
+"""Who executes what, read from PTX without running it (analyses/worksheet.py): each
+register derived from %tid.x is evaluated for every thread of the block, branches on such
+predicates split the control-flow graph into thread populations, and shared addresses
+are evaluated to a symbol plus the byte offsets they can take (the module docstring of
+analyses/worksheet.py says how)."""
+
+from __future__ import annotations
+
+import re
+
+from wsperf.analyses.correctness import Basis, Item
+from wsperf.analyses.worksheet_model import _MAX_VALUES, Fn, Val, _local
+from wsperf.collectors.ptx import Entry, Stmt
+
+
+class _Kernel:
+    def __init__(self, e: Entry):
+        self.e = e
+        self.stmts: list[Stmt] = [s for s in e.body if isinstance(s, Stmt)]
+        self.notes: list[Item] = [Item("unparsed", f"line {ln}: could not read `{t[:80]}`; it is ignored",
+                                       Basis.ASSUMPTION) for ln, t in e.unparsed]
+        self.n = e.ntid[0] if e.ntid and e.ntid[1] == 1 and e.ntid[2] == 1 else None
+        if e.ntid is None:
+            self.notes.append(Item("threads", "no .reqntid/.maxntid: thread counts are not derived (add "
+                                   "__launch_bounds__)", Basis.ASSUMPTION))
+        elif self.n is None:
+            self.notes.append(Item("threads", f"block {e.ntid} is not 1-D: thread counts are not derived",
+                                   Basis.ASSUMPTION))
+        elif e.ntid_kind == "maxntid":
+            self.notes.append(Item("threads", f"thread counts assume the block has .maxntid = {self.n} threads",
+                                   Basis.ASSUMPTION))
+        self.defs: dict[str, list[Stmt]] = {}
+        self.index: dict[int, int] = {}  # id(stmt) -> its index in self.stmts
+        for i, s in enumerate(self.stmts):
+            self.index[id(s)] = i
+            d = _dest(s)
+            if d:
+                self.defs.setdefault(d, []).append(s)
+        self.elect: dict[int, bool] = {}  # line of each elect.sync read -> its membermask is all 32 lanes
+        self._vals: dict[str, Val] = {}
+        self._busy: set[str] = set()
+        self._blocks()
+        self._populations()
+
+    # ---- values derived from %tid.x ----
+    def value(self, op: str, depth: int = 0) -> Fn | None:
+        """t -> the value of `op` in thread t, for values computed from %tid.x and constants.
+        A predicate combined by and/or with a value not derived from %tid.x (uniform: a
+        kernel argument, a loop bound) gives None for the threads it leaves undecided."""
+        op = op.strip()
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
+            c = int(op, 0)
+            return lambda t: c
+        if op == "%tid.x":
+            return lambda t: t
+        if op == "%laneid":
+            return lambda t: t % 32
+        if op == "%ntid.x" and self.n:
+            n = self.n
+            return lambda t: n
+        ds = self.defs.get(op)
+        if depth > 24 or not ds or len(ds) != 1:
+            return None
+        s = ds[0]
+        base = s.opcode.split(".")[0]
+        if base == "elect":
+            mask = s.operands[1] if len(s.operands) > 1 else ""
+            self.elect[s.line] = mask.lower() in ("0xffffffff", "-1", "4294967295")
+            return lambda t: int(t % 32 == 0)
+        args = [self.value(a, depth + 1) for a in s.operands[1:]]
+        if base in ("mov", "cvt") and len(args) == 1:
+            return args[0]
+        if base == "selp" and len(args) == 3 and all(args):
+            a, b, c = args
+            return lambda t: (None if (x := c(t)) is None else a(t) if x else b(t))
+        if base == "not" and s.opcode.endswith("pred") and args and args[0]:
+            a = args[0]
+            return lambda t: None if (x := a(t)) is None else int(not x)
+        if base in ("and", "or") and s.opcode.endswith("pred") and len(args) == 2 and any(args):
+            a = args[0] or args[1]
+            if not all(args):  # the other side is uniform: it decides nothing per thread
+                if base == "or":
+                    return lambda t: 1 if a(t) else None
+                return lambda t: None if a(t) else 0
+        if base == "setp" and len(args) == 2 and all(args):
+            cmp = s.opcode.split(".")[1]
+            a, b = args
+            f = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+                 "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
+                 "lo": lambda x, y: x < y, "ls": lambda x, y: x <= y, "hi": lambda x, y: x > y,
+                 "hs": lambda x, y: x >= y}.get(cmp)
+            if f is None:
+                return None
+            return lambda t: None if (x := a(t)) is None or (y := b(t)) is None else int(f(x, y))
+        ops2 = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "shr": lambda x, y: x >> y,
+                "shl": lambda x, y: x << y, "and": lambda x, y: x & y, "or": lambda x, y: x | y,
+                "div": lambda x, y: x // y if y else 0, "rem": lambda x, y: x % y if y else 0,
+                "xor": lambda x, y: x ^ y}
+        if s.opcode.startswith("mul.lo") or s.opcode in ("mul.s32", "mul.u32"):
+            ops2["mul"] = lambda x, y: x * y
+        if base in ops2 and len(args) == 2 and all(args):
+            a, b = args
+            g = ops2[base]
+            return lambda t: None if (x := a(t)) is None or (y := b(t)) is None else g(x, y)
+        return None
+
+    # ---- shared-memory addresses ----
+    def vals(self, op: str, depth: int = 0) -> Val:
+        """(symbol or None, the values `op` can take) for a shared address or an integer
+        computed from symbols and constants; None when not derived. A ring index such as
+        `(k & 3) << 3` gives its few possible values, an address stepped through an array
+        by a loop gives one value per trip when the trip count is bounded by a counter
+        (nvcc's remainder loops)."""
+        op = op.strip()
+        if op.startswith("[") and op.endswith("]"):
+            op = op[1:-1].strip()
+        m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
+        if m:
+            return _shift(self.vals(m.group(1), depth), int(m.group(2)))
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
+            return None, frozenset({int(op, 0)})
+        if op not in self.defs:
+            # a symbol; a register never defined (or one the parser scoped: name$sN) is not
+            if op.startswith("%") or not re.fullmatch(r"[A-Za-z_$][\w$.]*", op) or re.search(r"\$[sc]\d", op):
+                return None
+            return op, frozenset({0})
+        if op in self._vals:
+            return self._vals[op]
+        if op in self._busy or depth > 32:
+            return None
+        self._busy.add(op)
+        try:
+            ds = self.defs[op]
+            loop = [s for s in ds if op in s.operands[1:]]
+            init = [self._val_def(s, depth + 1) for s in ds if s not in loop]
+            res = _union(init) if init else None
+            if res is not None and loop:
+                ind = self._induction(op, res, loop, depth) if res[1] is not None else None
+                res = ind if ind is not None else (res[0], None) if res[0] else None
+        finally:
+            self._busy.discard(op)
+        self._vals[op] = res
+        return res
+
+    def _val_def(self, s: Stmt, depth: int) -> Val:
+        base = s.opcode.split(".")[0]
+        ops = s.operands[1:]
+        if base in ("mov", "cvt", "cvta") and len(ops) == 1:
+            return self.vals(ops[0], depth)
+        if base == "selp" and len(ops) == 3:
+            return _union([self.vals(ops[0], depth), self.vals(ops[1], depth)])
+        if base in ("neg", "not") and len(ops) == 1:
+            v = self.vals(ops[0], depth)
+            if v is None or v[0] is not None or v[1] is None:
+                return None
+            return None, frozenset((-x if base == "neg" else ~x) for x in v[1])
+        if len(ops) != 2:
+            return None
+        a, b = self.vals(ops[0], depth), self.vals(ops[1], depth)
+        if base == "and" and a and b and (a[0] is None) != (b[0] is None):
+            # (buffer + 1023) & -1024: a dynamic shared buffer aligned up. The result is a
+            # new base, the same wherever the same expression recomputes it
+            (sym, c), (_, m) = (a, b) if a[0] is not None else (b, a)  # type: ignore[misc]
+            if c is not None and m is not None and len(c) == 1 and len(m) == 1 and (al := -next(iter(m))) > 0 \
+                    and al & (al - 1) == 0:
+                off = next(iter(c))
+                return f"align{al}({_local(sym)}{f'+{off}' if off else ''})", frozenset({0})
+            return None
+        if base == "and" and (a is None) != (b is None):
+            # x & MASK with x unknown: a submask of MASK (few bits: a ring index)
+            (sym, c) = a or b  # type: ignore[misc]
+            if sym is None and c is not None and len(c) == 1 and (m := next(iter(c))) >= 0 and bin(m).count("1") <= 8:
+                return None, frozenset(_submasks(m))
+            return None
+        if base == "rem" and a is None and b is not None and b[0] is None and b[1] is not None and len(b[1]) == 1:
+            c = next(iter(b[1]))
+            if 0 < c <= _MAX_VALUES:
+                return None, frozenset(range(c) if ".u" in s.opcode else range(1 - c, c))
+            return None
+        if base in ("add", "sub") and (a or b) and ((a or b)[0] is not None) and (a is None or b is None):
+            # a symbol plus an index not derived: the barrier array is known, the slot is not
+            return (a[0], None) if a is not None else (b[0], None) if base == "add" else None  # type: ignore[index]
+        if a is None or b is None:
+            return None
+        if base == "add":
+            if a[0] is not None and b[0] is not None:
+                return None
+            return _combine(a[0] or b[0], a[1], b[1], lambda x, y: x + y)
+        if base == "sub" and b[0] is None:
+            return _combine(a[0], a[1], b[1], lambda x, y: x - y)
+        if a[0] is not None or b[0] is not None or a[1] is None or b[1] is None:
+            return None
+        f = {"mul": lambda x, y: x * y, "shl": lambda x, y: x << y if 0 <= y < 64 else 0,
+             "shr": lambda x, y: x >> y if 0 <= y < 64 else 0, "and": lambda x, y: x & y,
+             "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y, "min": min, "max": max,
+             "rem": lambda x, y: x % y if y else 0, "div": lambda x, y: x // y if y else 0}.get(base)
+        return _combine(None, a[1], b[1], f) if f else None
+
+    def _induction(self, op: str, init: tuple[str | None, frozenset], loop: list[Stmt], depth: int) -> Val:
+        """`op` = init, then `op += step` once per trip: its values over the trips, when a
+        counter stepped in the same block bounds the trip count (nvcc's `x = -n; loop: ...;
+        x += 1; x != 0 -> loop`, with n from a bounded value such as `k & 3`)."""
+        step = _step(op, loop, self)
+        if step is None:
+            return None
+        i = self.index[id(loop[0])]
+        b = self.block_of[i]
+        end = self.starts[b + 1] if b + 1 < len(self.starts) else len(self.stmts)
+        block = self.stmts[self.starts[b]:end]
+        last = block[-1]
+        if not last.opcode.startswith("bra") or not last.guard:
+            return None
+        cond = next((s for s in block if _dest(s) == last.guard and s.opcode.startswith("setp")), None)
+        if cond is None or len(cond.operands) != 3:
+            return None
+        cnt, bound = cond.operands[1], cond.operands[2]
+        cdefs = self.defs.get(cnt, [])
+        cloop = [s for s in cdefs if cnt in s.operands[1:]]
+        if len(cloop) != 1 or self.block_of[self.index[id(cloop[0])]] != b:
+            return None
+        cstep = _step(cnt, cloop, self)
+        cinit = _union([self._val_def(s, depth + 1) for s in cdefs if s not in cloop])
+        lim = self.vals(bound, depth + 1)
+        if not cstep or cinit is None or cinit[0] is not None or cinit[1] is None or lim is None \
+                or lim[0] is not None or lim[1] is None or len(lim[1]) != 1:
+            return None
+        after = self.index[id(cloop[0])] < self.index[id(cond)]  # the test sees the stepped counter
+        limit = next(iter(lim[1]))
+        if cond.opcode.split(".")[1] not in ("ne", "eq"):  # nvcc's counted loops run to equality
+            return None
+        trips = 0
+        for x0 in cinit[1]:
+            if (limit - x0) % cstep:
+                return None
+            # a counter starting at its limit would wrap around: nvcc guards the loop
+            # against that start, so it contributes no trip
+            trips = max(trips, (limit - x0) // cstep + (0 if after else 1))
+        if trips <= 0:
+            return None
+        if trips * len(init[1]) > _MAX_VALUES:
+            return None
+        return init[0], frozenset(v + step * j for v in init[1] for j in range(trips))
+
+    def sym_of(self, op: str) -> str | None:
+        v = self.vals(op)
+        return v[0] if v else None
+
+    # ---- control flow ----
+    def _blocks(self) -> None:
+        labels: dict[tuple[str, int], int] = {}
+        self.starts: list[int] = [0]
+        idx = 0
+        for item in self.e.body:
+            if isinstance(item, tuple):
+                labels[(item[0], item[1])] = idx
+                self.starts.append(idx)
+            else:
+                idx += 1
+                if item.opcode.split(".")[0] in ("bra", "ret", "exit", "trap"):
+                    self.starts.append(idx)
+        self.starts = sorted({s for s in self.starts if s < len(self.stmts)} | {0})
+        self.block_of = [0] * len(self.stmts)
+        for b, st in enumerate(self.starts):
+            end = self.starts[b + 1] if b + 1 < len(self.starts) else len(self.stmts)
+            for i in range(st, end):
+                self.block_of[i] = b
+        nb = len(self.starts)
+        self.succ: list[list[int]] = [[] for _ in range(nb)]
+        self.cond_branches: list[tuple[int, Stmt, int, int | None]] = []  # (block, stmt, taken, fall)
+        for b, st in enumerate(self.starts):
+            end = self.starts[b + 1] if b + 1 < nb else len(self.stmts)
+            if end == 0:
+                break  # a body with no statement: one empty block
+            last = self.stmts[end - 1]
+            base = last.opcode.split(".")[0]
+            fall = b + 1 if b + 1 < nb else None
+            if base == "bra":
+                tgt = self._resolve(labels, last.operands[0] if last.operands else "", last.scope)
+                if tgt is None:
+                    self.notes.append(Item("unparsed", f"line {last.line}: branch target "
+                                           f"{last.operands} not found", Basis.ASSUMPTION))
+                    tb = None
+                else:
+                    tb = self.block_of[tgt] if tgt < len(self.stmts) else None
+                if tb is not None:
+                    self.succ[b].append(tb)
+                if last.guard and fall is not None:
+                    self.succ[b].append(fall)
+                    if tb is not None:
+                        self.cond_branches.append((b, last, tb, fall))
+            elif base in ("ret", "exit", "trap") and not last.guard:
+                pass
+            elif fall is not None:
+                self.succ[b].append(fall)
+
+    def _resolve(self, labels: dict, name: str, scope: int) -> int | None:
+        while True:
+            if (name, scope) in labels:
+                return labels[(name, scope)]
+            if scope == 0:
+                return None
+            scope = self.e.parents.get(scope, 0)
+
+    def reach(self, start: int, avoid: set[int]) -> set[int]:
+        seen, todo = set(), [start]
+        while todo:
+            b = todo.pop()
+            if b in seen or b in avoid:
+                continue
+            seen.add(b)
+            todo += self.succ[b]
+        return seen
+
+    def _populations(self) -> None:
+        nb = len(self.starts)
+        all_t = frozenset(range(self.n)) if self.n else None
+        self.pop: list[frozenset | None] = [all_t] * nb
+        self.role: list[frozenset | None] = [frozenset(range((self.n + 31) // 32)) if self.n else None] * nb
+        self.uniform_branches = 0
+        for b, st, tb, fb in self.cond_branches:
+            f = self.value(st.guard)
+            if f is None or all_t is None:
+                self.uniform_branches += 1 if f is None and not st.guard[0].isupper() else 0
+                continue
+            taken = {t: _holds(f(t), st.negated) for t in all_t}
+            if None in taken.values():
+                self.uniform_branches += 1
+            # who may run each side: the threads where the predicate holds (or is uniform)
+            yes = frozenset(t for t, v in taken.items() if v is not False)
+            no = frozenset(t for t, v in taken.items() if v is not True)
+            rt, rf = self.reach(tb, {b}), self.reach(fb, {b})
+            for region, keep in ((rt - rf, yes), (rf - rt, no)):
+                warps = frozenset(t // 32 for t in keep)
+                warp_level = all((t // 32 in warps) == (t in keep) for t in all_t)
+                for x in region:
+                    self.pop[x] = self.pop[x] & keep if self.pop[x] is not None else None
+                    if warp_level and self.role[x] is not None:
+                        self.role[x] = self.role[x] & warps
+        if self.uniform_branches:
+            self.notes.append(Item("roles", f"{self.uniform_branches} conditional branch(es) on values not derived "
+                                   "from %tid.x (kernel arguments, loop counters, data) were taken as not splitting "
+                                   "the block's threads", Basis.ASSUMPTION))
+
+    def threads(self, i: int) -> frozenset | None:
+        s = self.stmts[i]
+        p = self.pop[self.block_of[i]]
+        if p is not None and s.guard:
+            f = self.value(s.guard)
+            if f is None:
+                return None if not s.opcode.startswith("bra") else p
+            p = frozenset(t for t in p if _holds(f(t), s.negated) is not False)
+        return p
+
+
+def _holds(v: int | None, negated: bool) -> bool | None:
+    """A guard's truth in one thread: None when it depends on a uniform unknown."""
+    return None if v is None else bool(v) != negated
+
+
+def _step(op: str, loop: list[Stmt], k: _Kernel) -> int | None:
+    """The constant c of the one `op = op + c` (or - c) among `loop`."""
+    if len(loop) != 1:
+        return None
+    s = loop[0]
+    base = s.opcode.split(".")[0]
+    if base not in ("add", "sub") or len(s.operands) != 3:
+        return None
+    a, b = s.operands[1], s.operands[2]
+    other = b if a == op else a if base == "add" else None
+    v = k.vals(other) if other is not None and other != op else None
+    if v is None or v[0] is not None or v[1] is None or len(v[1]) != 1:
+        return None
+    c = next(iter(v[1]))
+    return -c if base == "sub" else c
+
+
+def _union(vs: list[Val]) -> Val:
+    if not vs or any(v is None for v in vs) or len({v[0] for v in vs}) != 1:  # type: ignore[index]
+        return None
+    sym = vs[0][0]  # type: ignore[index]
+    if any(v[1] is None for v in vs):  # type: ignore[index]
+        return (sym, None) if sym else None
+    out = frozenset().union(*(v[1] for v in vs))  # type: ignore[index]
+    return (sym, out) if len(out) <= _MAX_VALUES else (sym, None) if sym else None
+
+
+def _combine(sym: str | None, a: frozenset | None, b: frozenset | None, f) -> Val:
+    if a is None or b is None or len(a) * len(b) > 16 * _MAX_VALUES:
+        return (sym, None) if sym else None
+    out = frozenset(f(x, y) for x in a for y in b)
+    return (sym, out) if len(out) <= _MAX_VALUES else (sym, None) if sym else None
+
+
+def _shift(v: Val, c: int) -> Val:
+    return None if v is None else (v[0], None if v[1] is None else frozenset(x + c for x in v[1]))
+
+
+def _submasks(m: int) -> list[int]:
+    out, s = [], m
+    while True:
+        out.append(s)
+        if s == 0:
+            return out
+        s = (s - 1) & m
+
+
+def _dest(s: Stmt) -> str | None:
+    base = s.opcode.split(".")[0]
+    if base in ("st", "bra", "bar", "barrier", "fence", "mbarrier", "cp", "ret", "exit", "tcgen05", "wgmma",
+                "membar", "red", "call", "trap", "prefetch", "griddepcontrol", "cvta"):
+        return None if base != "cvta" else s.operands[0] if s.operands else None
+    if base == "elect" and s.operands:
+        return s.operands[0].split("|")[-1]
+    return s.operands[0] if s.operands else None
+
+
+def _warps(ws: frozenset) -> str:
+    w = sorted(ws)
+    if not w:
+        return "no warp"
+    if len(w) == 1:
+        return f"warp {w[0]}"
+    if w == list(range(w[0], w[-1] + 1)):
+        return f"warps {w[0]}-{w[-1]}"
+    return "warps " + ",".join(map(str, w))

@@ -1,0 +1,140 @@
+"""The mistakes a worksheet flags statically (codes 1-5, `FLAG_NAMES`): an mbarrier
+initialized inside a role, arrival counts that do not match the init count, a CTA
+barrier inside one role's branch, tensor memory not freed, a generic-proxy store read
+by the async proxy without fence.proxy.async."""
+
+from __future__ import annotations
+
+import re
+
+from wsperf.analyses.correctness import Basis, Item
+from wsperf.analyses.worksheet_eval import _Kernel, _warps
+from wsperf.analyses.worksheet_model import _BAR0, _WAIT, FLAG_NAMES, Barrier, Flag, _where
+from wsperf.collectors.ptx import Stmt
+
+
+def _is_cta_barrier(s: Stmt) -> bool:
+    """bar.sync 0 / barrier.sync 0 (/ .aligned), without a thread count: __syncthreads."""
+    return bool(_BAR0.match(s.opcode)) and ".arrive" not in s.opcode and ".red" not in s.opcode and \
+        len(s.operands) == 1 and s.operands[0] == "0"
+
+
+def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
+    out = []
+    cta_blocks = {k.block_of[i] for i, s in enumerate(stmts) if _is_cta_barrier(s) and k.pop[k.block_of[i]] is not
+                  None and len(k.pop[k.block_of[i]]) == k.n}
+    for i, s in enumerate(stmts):
+        if not s.opcode.startswith("mbarrier.init"):
+            continue
+        bi = k.block_of[i]
+        role = k.role[bi]
+        all_w = frozenset(range((k.n + 31) // 32)) if k.n else None
+        if role is None or role == all_w:
+            continue  # thread 0 / lane 0 of the whole CTA: the usual, checked below only in roles
+        sym = k.sym_of(s.operands[0])
+        after = {b for b in cta_blocks if b in k.reach(bi, set())}
+        for j, w in enumerate(stmts):
+            if not w.opcode.startswith(_WAIT) or k.sym_of(w.operands[1]) != sym:
+                continue
+            wr = k.role[k.block_of[j]]
+            if wr is None or wr <= role:
+                continue
+            if k.block_of[j] in k.reach(0, after):
+                out.append(Flag(1, FLAG_NAMES[1], f"mbarrier.init of {sym} (line {s.line}) sits inside the branch of "
+                                f"{_warps(role)}, and {_warps(wr - role)} wait on it (line {w.line}) with no CTA-wide "
+                                "barrier after the init: initialize before the role branch (thread 0), then "
+                                "fence.mbarrier_init + __syncthreads()", Basis.EVIDENCE, s.line))
+                break
+    return out
+
+
+def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 2: per barrier (group), the arrivals one phase gets against the init count.
+    Each role's arrival pattern is counted once per phase: the sites of one role on one
+    barrier (an unrolled copy and the loop it came from, the slots of a ring) are taken
+    as one arrival per executing thread per phase."""
+    out = []
+    partial_elect = not all(k.elect.values())
+    for b in barriers:
+        counts = {c for _, c in b.inits}
+        if not b.inits or not b.arrivers or None in counts:
+            continue
+        pops: dict[tuple, int | None] = {}
+        for a in b.arrivers:
+            if a.arrivals == 0:
+                continue
+            pops[(a.site.role, a.site.threads, a.kind == "tcgen05.commit")] = a.arrivals
+        if not pops:
+            continue
+        if not b.decided and len(b.slots) > 1 and (len(pops) > 1 or len(counts) > 1):
+            k.notes.append(Item("handoff.count", f"{b.name}: {len(b.slots)} barriers the PTX does not tell apart, "
+                                f"init counts {sorted(counts)}, arrivals from {len(pops)} role(s): counts not "
+                                "checked", Basis.ASSUMPTION))
+            continue
+        if len(counts) > 1:
+            k.notes.append(Item("handoff.count", f"{b.name}: init counts {sorted(counts)} differ between its barriers: "
+                                "counts not checked", Basis.ASSUMPTION))
+            continue
+        if any(v is None for v in pops.values()):
+            continue
+        total = sum(v for v in pops.values() if v)
+        count = counts.pop()
+        if total != count:
+            who = "; ".join(sorted({f"{a.kind} by {a.site.role}, {a.site.threads} thread(s)" for a in b.arrivers
+                                    if a.arrivals}))
+            lines = ", ".join(sorted({_where(a.site) for a in b.arrivers if a.arrivals})[:6])
+            basis = Basis.ASSUMPTION if partial_elect else Basis.EVIDENCE
+            out.append(Flag(2, FLAG_NAMES[2], f"{b.name}: mbarrier.init count {count} (line {b.inits[0][0].line}) but "
+                            f"{total} arrival(s) per phase ({who}; {lines}): a phase "
+                            + ("never completes (deadlock)" if total < count else "completes early")
+                            + f"; init with {total}", basis, b.inits[0][0].line))
+    return out
+
+
+def _flag_cta_barrier(k: _Kernel, stmts: list[Stmt], site) -> list[Flag]:
+    out = []
+    for i, s in enumerate(stmts):
+        if _is_cta_barrier(s):
+            p = k.threads(i)
+            if p is not None and k.n and len(p) < k.n:
+                st = site(i)
+                out.append(Flag(3, FLAG_NAMES[3], f"line {s.line}: {s.opcode} {s.operands[0]} (CTA-wide, "
+                                f"__syncthreads) inside a role branch ({st.role}, {len(p)} of {k.n} threads): every "
+                                "thread must reach the same barrier instruction; move it after the branches join, or "
+                                "use a named barrier with a thread count", Basis.EVIDENCE, s.line))
+    return out
+
+
+_ASYNC_SMEM_READ = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|cp\.reduce\.async\.bulk|"
+                              r"wgmma\.mma_async|tcgen05\.mma|tcgen05\.cp)")
+
+
+def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
+    """st.shared, then (on some path) an async-proxy reader of shared memory with no
+    fence.proxy.async in between."""
+    for i, s in enumerate(stmts):
+        if not s.opcode.startswith("st.shared"):
+            continue
+        seen: set[int] = set()
+        todo = [(i + 1, k.block_of[i])]
+        while todo:
+            j, b = todo.pop()
+            end = k.starts[b + 1] if b + 1 < len(k.starts) else len(stmts)
+            stop = False
+            for x in range(j, end):
+                o = stmts[x].opcode
+                if o.startswith("fence.proxy.async"):
+                    stop = True
+                    break
+                if _ASYNC_SMEM_READ.match(o):
+                    return [Flag(5, FLAG_NAMES[5], f"st.shared (line {s.line}, generic proxy) is followed by "
+                                 f"{o} (line {stmts[x].line}, async proxy reading shared memory) with no "
+                                 "fence.proxy.async.shared::cta on the path: add the fence after the stores (before "
+                                 "the barrier that publishes them)", Basis.EVIDENCE, s.line)]
+            if stop:
+                continue
+            for nb in k.succ[b]:
+                if nb not in seen:
+                    seen.add(nb)
+                    todo.append((k.starts[nb], nb))
+    return []

@@ -1,0 +1,110 @@
+"""The handoff worksheet's model (analyses/worksheet.py fills it): the sites, arrivals,
+waits, barriers and flags a sheet lists, and how it names them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from wsperf.analyses.correctness import Basis, Item
+
+Fn = Callable[[int], "int | None"]
+# (symbol or None for a plain number, the byte offsets / values it can take or None when
+# the index is not derived); None: nothing known
+Val = "tuple[str | None, frozenset[int] | None] | None"
+_MAX_VALUES = 256
+
+_BAR0 = re.compile(r"^(bar|barrier)\.(sync|cta\.sync|aligned\.sync|cta\.aligned\.sync)?")
+_ARRIVE = ("mbarrier.arrive", "mbarrier.arrive_drop")
+_WAIT = ("mbarrier.try_wait", "mbarrier.test_wait")
+FLAG_NAMES = {1: "init-in-role", 2: "init-count", 3: "cta-barrier-in-role", 4: "tmem-not-freed",
+              5: "missing-proxy-fence"}
+
+
+@dataclass(frozen=True)
+class Site:
+    line: int
+    instruction: str
+    role: str
+    threads: int | None  # how many threads of the CTA execute it (None: not derived)
+    address: str = ""  # the mbarrier operand, resolved: symbol[+offset], symbol+{a,b,..}, symbol[+?]
+    via: int = 0  # inside a called .func: the kernel's line that calls it (0: the kernel's own code)
+
+
+@dataclass(frozen=True)
+class Arrive:
+    site: Site
+    kind: str  # arrive | arrive.expect_tx | complete_tx | tcgen05.commit | cp.async.mbarrier.arrive
+    arrivals: int | None  # arrivals it adds per phase (threads x 1; 0 for complete_tx)
+    tx_bytes: str | None
+
+
+@dataclass(frozen=True)
+class Wait:
+    site: Site
+    parity: str | None
+
+
+@dataclass(frozen=True)
+class Barrier:
+    name: str  # symbol (all of its barriers), symbol+offset / symbol+{offsets}, or the address expression
+    inits: tuple[tuple[Site, int | None], ...]  # (site, count)
+    arrivers: tuple[Arrive, ...]
+    waiters: tuple[Wait, ...]
+    invals: tuple[Site, ...]
+    slots: tuple[int, ...] = ()  # byte offsets of the barriers in this group, from the symbol
+    decided: bool = True  # False: some operation's slot is not decided by the PTX
+
+
+@dataclass(frozen=True)
+class Flag:
+    code: int
+    name: str
+    text: str
+    basis: Basis
+    line: int | None
+
+
+@dataclass(frozen=True)
+class KernelSheet:
+    kernel: str
+    source: str
+    target: str | None
+    threads: int | None
+    roles: tuple[Item, ...]
+    storage: tuple[Item, ...]
+    barriers: tuple[Barrier, ...]
+    fences: tuple[Item, ...]
+    lifetime: tuple[Item, ...]
+    notes: tuple[Item, ...]  # assumptions about what could not be read
+    flags: tuple[Flag, ...]
+
+
+@dataclass(frozen=True)
+class Worksheet:
+    kernels: tuple[KernelSheet, ...]
+
+
+def _where(st: Site) -> str:
+    return f"line {st.line}" + (f" via call at line {st.via}" if st.via else "")
+
+
+def _fmt(sym: str, offs: frozenset | None) -> str:
+    name = _local(sym)
+    if offs is None:
+        return f"{name}[+?]"
+    o = sorted(offs)
+    if o == [0]:
+        return name
+    if len(o) == 1:
+        return f"{name}+{o[0]}"
+    return f"{name}+{{{','.join(map(str, o))}}}"
+
+
+def _local(sym: str) -> str:
+    """`full` from a demoted function-local `_ZZ...E4full`; other symbols as they are."""
+    m = re.fullmatch(r"_ZZ.*E(\d+)(\w+)", sym)
+    if m and len(m.group(2)) >= int(m.group(1)):
+        return m.group(2)[: int(m.group(1))]
+    return sym
