@@ -23,7 +23,7 @@ from wsperf.cli.render import OutputFormat
 from wsperf.collectors.errors import ExitCode, WsperfError
 from wsperf.collectors.files import why
 from wsperf.collectors.ncu import load_reports
-from wsperf.collectors.process import Terminated, signals_as_exceptions
+from wsperf.collectors.process import Terminated, received_signal, signals_as_exceptions
 
 # Piped output (CI logs, files) is read in wide windows: do not wrap it at 80 columns.
 # Piped output keeps the width COLUMNS asks for, when it asks.
@@ -60,6 +60,10 @@ def error_boundary() -> Iterator[None]:
         _fail("interrupted (Ctrl-C); nothing was recorded", 128 + signal.SIGINT)
     except Terminated as e:
         _fail(f"terminated by {e}; nothing was recorded", 128 + e.signum)
+    except RuntimeError:  # DuckDB's "Query interrupted" when SIGTERM came mid-query
+        if (signum := received_signal()) is None:
+            raise
+        _fail(f"terminated by {signal.Signals(signum).name}; nothing was recorded", 128 + signum)
     except MemoryError:
         _fail("out of memory (is a memory limit such as `ulimit -v` set?); nothing was recorded", ExitCode.ERROR)
     except OSError as e:

@@ -209,6 +209,16 @@ def save(data: bytes, path: Path) -> None:
     path.write_bytes(data)
 
 
+_received: int | None = None  # the signal signals_as_exceptions turned into Terminated
+
+
+def received_signal() -> int | None:
+    """The SIGTERM/SIGHUP that was turned into Terminated, if one was. DuckDB runs
+    signal handlers inside a query and reports their exception as its own
+    `RuntimeError: Query interrupted`: this says what really happened."""
+    return _received
+
+
 class Terminated(BaseException):
     """SIGTERM or SIGHUP arrived (`timeout`, a CI runner cancelling a job, a closed
     terminal). Raised in the main thread like KeyboardInterrupt is for SIGINT, so that
@@ -231,6 +241,8 @@ def signals_as_exceptions() -> Iterator[None]:
         return
 
     def raise_terminated(signum: int, frame: object) -> None:
+        global _received
+        _received = signum
         raise Terminated(signum)
 
     old = {}
