@@ -54,6 +54,7 @@ class Evidence:
     generated: tuple[tuple[str, Path], ...] = field(default_factory=tuple)  # (kind, path) of generated code
     sheets: tuple[GeneratedSheet, ...] = ()  # the handoff worksheet of every kernel in it (analyses/handoffs.py)
     sheet_problems: tuple[str, ...] = ()  # generated files the worksheet could not read
+    timelines: tuple[Path, ...] = ()  # Nsight Systems exports of the bundle (collect --nsys), not loaded
 
 
 def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (), sources: Iterable[Path] = ()
@@ -70,6 +71,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
     tools: list[str] = []
     accepted: list[str] = []
     generated: list[tuple[str, Path]] = []
+    timelines: list[Path] = []
     bundles = 0
     kernel_filter = None
     for p in inputs:
@@ -91,6 +93,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
             if isinstance(acc, list):
                 accepted += [a for a in acc if isinstance(a, str)]
             reports += [path for _, path in b.files("profile", "report")]
+            timelines += [path for _, path in b.files("nsys", "export")]
             generated += generated_files(b)
             h = _hang(b)
             if h is not None:
@@ -110,7 +113,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
         verification = Verification(not problems, tuple(dict.fromkeys(problems)), tuple(dict.fromkeys(tools)),
                                     tuple(dict.fromkeys(accepted)))
     return Evidence(tuple(outputs), tuple(reports), hang, capture, sass, bundle, verification, kernel_filter,
-                    tuple(generated), tuple(gs), tuple(sheet_problems))
+                    tuple(generated), tuple(gs), tuple(sheet_problems), tuple(timelines))
 
 
 def _bundle_sanitizer(con: Any, b: Bundle) -> tuple[list[tuple[str, SanitizerOutput]], list[str]]:

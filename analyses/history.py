@@ -151,6 +151,19 @@ def record_run(con: duckdb.DuckDBPyConnection, meta: RunMeta, report_ids: Iterab
     ids = sorted(set(report_ids))
     if not ids:
         raise InputError("no report to record a run for: give at least one Nsight Compute report")
+    ((gpu, ncu_version),) = con.execute(
+        """SELECT string_agg(DISTINCT device_name, ', ' ORDER BY device_name),
+                  string_agg(DISTINCT ncu_version, ', ' ORDER BY ncu_version)
+           FROM reports WHERE list_contains($ids, report_id)""", {"ids": ids}).fetchall()
+    run_id, label = insert_run(con, meta, gpu, ncu_version)
+    con.execute("INSERT INTO run_reports SELECT $run_id, unnest($ids::INTEGER[])", {"run_id": run_id, "ids": ids})
+    return RecordedRun(run_id, label, len(ids))
+
+
+def insert_run(con: duckdb.DuckDBPyConnection, meta: RunMeta, gpu: str | None, ncu_version: str | None
+               ) -> tuple[int, str]:
+    """Write the `runs` row of `meta` (its label made unique when defaulted); returns
+    (run_id, label). The caller links what the run loaded."""
     check_label(con, meta.label)
     label = meta.label
     if label is None:
@@ -161,10 +174,6 @@ def record_run(con: duckdb.DuckDBPyConnection, meta: RunMeta, report_ids: Iterab
                                            {"b": base}).fetchall()}
         label = base if base not in taken else next(f"{base}-{i}" for i in range(2, len(taken) + 3)
                                                      if f"{base}-{i}" not in taken)
-    ((gpu, ncu_version),) = con.execute(
-        """SELECT string_agg(DISTINCT device_name, ', ' ORDER BY device_name),
-                  string_agg(DISTINCT ncu_version, ', ' ORDER BY ncu_version)
-           FROM reports WHERE list_contains($ids, report_id)""", {"ids": ids}).fetchall()
     ((run_id,),) = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()
     con.execute(
         """INSERT INTO runs (run_id, label, git_commit, git_branch, started_at, machine, gpu, driver, ncu_version,
@@ -174,8 +183,7 @@ def record_run(con: duckdb.DuckDBPyConnection, meta: RunMeta, report_ids: Iterab
         {"run_id": run_id, "label": label, "commit": meta.git_commit, "branch": meta.git_branch,
          "started": meta.started_at, "machine": meta.machine, "gpu": gpu, "driver": meta.driver,
          "ncu": ncu_version or meta.ncu_version, "tags": list(meta.tags), "version": meta.wsperf_version})
-    con.execute("INSERT INTO run_reports SELECT $run_id, unnest($ids::INTEGER[])", {"run_id": run_id, "ids": ids})
-    return RecordedRun(run_id, label, len(ids))
+    return run_id, label
 
 
 def _git(args: list[str], cwd: Path | None) -> str | None:

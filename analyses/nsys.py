@@ -13,6 +13,9 @@ file per question), returned as frozen dataclasses; nothing here draws or prints
 - `timeline`: the spans of the top kernels per stream, for the timeline chart.
 - `compare_nsys`: the regression gate on nsys kernel durations (many launches per side,
   compare's Mann-Whitney rule and thresholds), as compare's own result type.
+- `record_nsys_run`, `nsys_history`, `run_export_ids`: runs of exports in a `--db` store
+  (`analyze EXPORT --db`), their kernel durations per run (`history --source nsys`), and
+  the exports a run label names (`compare --db LABEL LABEL`).
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ import yaml
 from wsperf.analyses.analyze import KernelAnalysis
 from wsperf.analyses.compare import CompareResult, KernelComparison, decide
 from wsperf.analyses.config import AnalysisConfig
+from wsperf.analyses.history import HistoryPoint, RecordedRun, RunMeta, insert_run
+from wsperf.analyses.sql import check_kernel_regex
 from wsperf.analyses.hypotheses import Status
-from wsperf.collectors.errors import InputError
+from wsperf.collectors.errors import InputError, StoreError
 from wsperf.queries import read_query
 
 GAPS_QUERY = "nsys_stream_gaps"
@@ -385,3 +390,56 @@ def compare_nsys(con: duckdb.DuckDBPyConnection, base: Iterable[int], cand: Iter
             tuple(rb["record_ids"]), tuple(rc["record_ids"]), (fig,), ()))
     return CompareResult(base_label, cand_label, tuple(kernels),
                          tuple(sorted({k[0] for k in left_b})), tuple(sorted({k[0] for k in left_c})))
+
+
+# -- runs of exports: history and compare by label ---------------------------------------
+
+
+def record_nsys_run(con: duckdb.DuckDBPyConnection, meta: RunMeta, export_ids: Iterable[int]) -> RecordedRun:
+    """Write the run `meta` and link it to the loaded `export_ids` (nsys_run_exports); its
+    GPU is the exports' GPU names. Call inside the transaction that loaded them."""
+    ids = sorted(set(export_ids))
+    if not ids:
+        raise InputError("no Nsight Systems export to record a run for")
+    ((gpu,),) = con.execute("SELECT string_agg(DISTINCT name, ', ' ORDER BY name) FROM nsys_gpus "
+                            "WHERE list_contains($ids, export_id)", {"ids": ids}).fetchall()
+    run_id, label = insert_run(con, meta, gpu, None)
+    con.execute("INSERT INTO nsys_run_exports SELECT $run_id, unnest($ids::INTEGER[])", {"run_id": run_id, "ids": ids})
+    return RecordedRun(run_id, label, len(ids))
+
+
+def _has_nsys_runs(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'nsys_run_exports'").fetchall())
+
+
+def run_export_ids(con: duckdb.DuckDBPyConnection, label: str) -> list[int] | None:
+    """The exports the run `label` recorded; None when no run of exports has that label."""
+    if not _has_nsys_runs(con):
+        return None
+    rows = con.execute("SELECT x.export_id FROM runs AS r JOIN nsys_run_exports AS x USING (run_id) "
+                       "WHERE r.label = ? ORDER BY x.export_id", [label]).fetchall()
+    return [r[0] for r in rows] or None
+
+
+def nsys_history(con: duckdb.DuckDBPyConnection, kernel: str | None = None, tags: Iterable[str] = (),
+                 last: int | None = None) -> list[HistoryPoint]:
+    """One point per (run of exports, kernel), oldest run first: launches and the
+    median, min and max of their durations (metric 'duration_ns', ns), from
+    queries/nsys_history.sql. Same inputs and checks as `analyses.history.history`."""
+    tags = list(tags)
+    if last is not None and last < 1:
+        raise InputError(f"--last {last}: give a number of runs >= 1")
+    check_kernel_regex(kernel)
+    if not _has_nsys_runs(con) or not con.execute("SELECT 1 FROM nsys_run_exports LIMIT 1").fetchall():
+        raise InputError("no run of Nsight Systems exports is recorded in this store: record one with "
+                         "`wsperf analyze EXPORT.sqlite --db FILE` (add --label NAME --tag nightly to name it)")
+    try:
+        rows = con.execute(read_query("nsys_history"), {"tags": tags, "last": last, "kernel": kernel}).fetchall()
+    except duckdb.Error as e:
+        raise StoreError(f"reading the runs failed: {str(e).strip().splitlines()[0]}") from None
+    if not rows:
+        what = [f"tag(s) {', '.join(tags)}"] if tags else []
+        what += [f"--kernel {kernel!r}"] if kernel else []
+        raise InputError(f"no run of Nsight Systems exports matches {' and '.join(what) or 'the selection'}")
+    return [HistoryPoint(run_id, label, commit, branch, started, tuple(tg), k, d, "duration_ns", n, med, lo, hi)
+            for run_id, label, commit, branch, started, tg, k, d, n, med, lo, hi in rows]

@@ -19,7 +19,7 @@ from wsperf.cli.common import check_outputs, err, error_boundary, load_with_prog
 from wsperf.cli.gate import handoff, no_profile, with_caveats
 from wsperf.cli.report_md import write_report as write_bundle_report
 from wsperf.cli.history import LOCK_HELP, begin_run, load_run
-from wsperf.cli.nsys import analyze_timeline, split_inputs
+from wsperf.cli.nsys import analyze_timeline, bundle_timeline, nsys_json, nsys_markdown, nsys_text, split_inputs
 from wsperf.cli.render import OutputFormat
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
@@ -70,7 +70,7 @@ def analyze(
         exports, reports = split_inputs(reports)  # Nsight Systems exports: the timeline report (cli/nsys.py)
         if exports:
             return analyze_timeline(exports, reports, sanitizer=sanitizer, db=db, fmt=fmt, charts_dir=charts_dir,
-                                    lock_timeout=lock_timeout)
+                                    lock_timeout=lock_timeout, label=label, tags=tag, commit=commit, branch=branch)
         cfg = load_config(config, tuple(expect))
         check_kernel_regex(kernel)
         if not reports and not sanitizer:
@@ -83,7 +83,10 @@ def analyze(
         if write_report and evidence.bundle is None:
             raise InputError("--write-report needs a bundle directory written by `wsperf collect`")
         if not gate.allows_verdicts(allow_unverified) or not evidence.reports:
-            if gate.allows_verdicts(allow_unverified):
+            timeline = bundle_timeline(con, evidence.timelines, None) if gate.allows_verdicts(allow_unverified) else None
+            if timeline is not None:  # collect --nsys without a profile: the timeline alone
+                with_caveats(fmt, gate.caveats, timeline, nsys_text, nsys_json, nsys_markdown)
+            elif gate.allows_verdicts(allow_unverified):
                 no_profile(fmt, gate)
             if write_report:
                 err.print(render.plain(f"wsperf analyze: wrote {write_bundle_report(evidence.bundle, evidence, gate, None)}"))
@@ -101,8 +104,12 @@ def analyze(
             from wsperf.cli.html import analysis_page, write_page
 
             err.print(render.plain(f"wsperf analyze: wrote {write_page(analysis_page(results), html_file)}"))
-        with_caveats(fmt, gate.caveats, results, render.analyses_text, render.analyses_json,
-                     render.analyses_markdown)
+        timeline = bundle_timeline(con, evidence.timelines, results)  # collect --nsys: verdicts by GPU time
+        if timeline is not None:
+            with_caveats(fmt, gate.caveats, timeline, nsys_text, nsys_json, nsys_markdown)
+        else:
+            with_caveats(fmt, gate.caveats, results, render.analyses_text, render.analyses_json,
+                         render.analyses_markdown)
         if charts and fmt is OutputFormat.markdown:
             from wsperf.cli.charts import charts_markdown
 

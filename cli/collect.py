@@ -16,6 +16,7 @@ from wsperf.analyses.handoffs import ACCEPTABLE as ACCEPTABLE_RACES, release_jud
 from wsperf.cli import render
 from wsperf.cli.common import err, error_boundary, load_with_progress, longest_first
 from wsperf.cli.gate import handoff, with_caveats
+from wsperf.cli.nsys import bundle_timeline, nsys_json, nsys_markdown, nsys_text
 from wsperf.cli.render import OutputFormat
 from wsperf.cli.report_md import write_report
 from wsperf.collectors.collect import PROFILE_CAP, CollectError, Options as CollectOptions, collect as run_collect
@@ -50,6 +51,10 @@ def collect(
                                           "warp-synced-single-lane-release."),
     allow_unverified: bool = typer.Option(False, "--allow-unverified", help="Profile and give verdicts even when a "
                                           "sanitizer tool did not finish (marked unverified; exit 5 still)."),
+    nsys: bool = typer.Option(False, "--nsys", help="Also record the timeline: `nsys profile --trace=cuda,nvtx "
+                              "--sample=none --cpuctxsw=none`, exported to SQLite in the bundle (nsys/report.sqlite). "
+                              "nsys is tried on a tiny run first; where none works, one Warning line and the step "
+                              "is skipped."),
     fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", "-f", help="text, json or markdown."),
 ) -> None:
     """Run a repro under compute-sanitizer first, then ncu, into a bundle directory.
@@ -69,7 +74,8 @@ def collect(
         check_sources(tuple(str(p) for p in source))
         opts = CollectOptions(out_dir or Path(f"wsperf-bundle-{time.strftime('%Y%m%d-%H%M%S')}"), timeout,
                               tuple(t.strip() for t in tools.split(",") if t.strip()), kernel, launch_count,
-                              not no_profile, tuple(str(p) for p in source), tuple(accept_race), allow_unverified)
+                              not no_profile, tuple(str(p) for p in source), tuple(accept_race), allow_unverified,
+                              nsys=nsys)
         result = run_collect(command, opts, progress=lambda msg: err.print(render.plain(f"wsperf collect: {msg}")),
                              judge=release_judge(kernel, tuple(accept_race)))
         for w in result.warnings:
@@ -82,8 +88,12 @@ def collect(
         if gate.allows_verdicts(allow_unverified) and result.report is not None:
             load_with_progress(con, [result.report])
             results = longest_first(run_analysis(con))
-            with_caveats(fmt, gate.caveats, results, render.analyses_text, render.analyses_json,
-                         render.analyses_markdown)
+            timeline = bundle_timeline(con, evidence.timelines, results)  # --nsys: verdicts by GPU time
+            if timeline is not None:
+                with_caveats(fmt, gate.caveats, timeline, nsys_text, nsys_json, nsys_markdown)
+            else:
+                with_caveats(fmt, gate.caveats, results, render.analyses_text, render.analyses_json,
+                             render.analyses_markdown)
         err.print(render.plain(f"wsperf collect: wrote {write_report(result.bundle, evidence, gate, results)}"))
         if result.problems:
             raise CollectError("; ".join(result.problems), gate.code or ExitCode.ERROR)

@@ -20,12 +20,18 @@ from rich.table import Table
 
 from wsperf.analyses.analyze import launch_ids_of_reports
 from wsperf.analyses.config import load_config
+from wsperf.analyses.nsys import nsys_history
 from wsperf.analyses.history import (HistoryPoint, RunMeta, check_label, describe_run, export_parquet,
                                      history as run_history, record_run)
 from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, out
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store, transaction
+
+
+class HistorySource(str, enum.Enum):
+    ncu = "ncu"
+    nsys = "nsys"
 
 
 class HistoryFormat(str, enum.Enum):
@@ -91,6 +97,9 @@ def history(
                                               "and the regression threshold over the first run shown."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [compare.thresholds] sets the "
                                           "threshold line (default: compare's, 3% for duration_ns)."),
+    source: HistorySource = typer.Option(HistorySource.ncu, "--source", help="ncu: the runs of Nsight Compute "
+                                         "reports; nsys: the runs of Nsight Systems exports (`wsperf analyze "
+                                         "EXPORT --db`), every launch's duration (--metric duration_ns only)."),
 ) -> None:
     """A kernel's figure over the recorded runs: one row per (run, kernel), oldest run
     first, with the run's label, commit, date and tags, its number of launches and the
@@ -101,7 +110,10 @@ def history(
         if not db.is_file():
             raise InputError(f"{db}: no such store; record runs into it with `wsperf analyze REPORTS --db {db}`")
         con = open_store(db, read_only=True, lock_timeout=lock_timeout)
-        points = run_history(con, kernel=kernel, metric=metric, tags=tag, last=last)
+        if source is HistorySource.nsys and metric != "duration_ns":
+            raise InputError(f"--metric {metric!r}: runs of Nsight Systems exports hold durations only (duration_ns)")
+        points = (nsys_history(con, kernel=kernel, tags=tag, last=last) if source is HistorySource.nsys
+                  else run_history(con, kernel=kernel, metric=metric, tags=tag, last=last))
         if fmt is HistoryFormat.json:
             sys.stdout.write(history_json(points) + "\n")
         elif fmt is HistoryFormat.markdown:

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import sys
 from dataclasses import dataclass
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
@@ -30,13 +31,16 @@ from wsperf.analyses.nsys import (
     gaps_header,
     match_ncu,
     rank_by_gpu_time,
+    record_nsys_run,
+    run_export_ids,
     summarize_nsys,
 )
 from wsperf.cli.common import check_outputs, emit, err, error_boundary, load_with_progress
+from wsperf.cli.history import begin_run
 from wsperf.cli.render import OutputFormat, analyses_json, analyses_markdown, analyses_text, duration, md, plain
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.nsys import is_nsys_input, load_nsys_export
-from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
+from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store, transaction
 
 
 @dataclass(frozen=True)
@@ -64,13 +68,13 @@ def load_inputs(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> list:
 
 
 def nsys_report(con: duckdb.DuckDBPyConnection, exports: list[Path], reports: list[Path], top: int = 10,
-                launch_ids: list[int] | None = None) -> NsysReport:
-    """Load `exports` into `con` (with `reports`, unless their launches are given as
-    `launch_ids`, already loaded) and build the report."""
+                launch_ids: list[int] | None = None, export_ids: list[int] | None = None) -> NsysReport:
+    """Load `exports` into `con` (unless given as `export_ids`, already loaded; with
+    `reports`, unless their launches are given as `launch_ids`) and build the report."""
     if not exports:
         raise InputError("no Nsight Systems export among the inputs; give `nsys export --type sqlite` files "
                          "(.sqlite, .sqlite.gz) or .nsys-rep reports")
-    ids = sorted({load_nsys_export(con, p).export_id for p in exports})
+    ids = sorted(set(export_ids)) if export_ids else sorted({load_nsys_export(con, p).export_id for p in exports})
     summary = summarize_nsys(con, ids)
     ranked: tuple[RankedAnalysis, ...] = ()
     if launch_ids is None and reports:
@@ -80,6 +84,20 @@ def nsys_report(con: duckdb.DuckDBPyConnection, exports: list[Path], reports: li
         analyses = run_analysis(con, launch_ids=launch_ids)
         ranked = tuple(rank_by_gpu_time(analyses, match_ncu(con, [a.summary.launch_id for a in analyses], ids)))
     return NsysReport(summary, ranked, top)
+
+
+def bundle_timeline(con: duckdb.DuckDBPyConnection, timelines: tuple[Path, ...], results: list | None
+                    ) -> NsysReport | None:
+    """The timeline a bundle holds (`collect --nsys`: the `timelines` of analyses.evidence),
+    loaded into `con`, with the verdicts `results` ranked by their kernels' GPU time;
+    None when the bundle has none."""
+    if not timelines:
+        return None
+    ids = sorted({load_nsys_export(con, p).export_id for p in timelines})
+    ranked: tuple[RankedAnalysis, ...] = ()
+    if results:
+        ranked = tuple(rank_by_gpu_time(results, match_ncu(con, [a.summary.launch_id for a in results], ids)))
+    return NsysReport(summarize_nsys(con, ids), ranked)
 
 
 def nsys(
@@ -114,9 +132,12 @@ def nsys(
 
 
 def analyze_timeline(exports: list[Path], reports: list[Path], *, sanitizer: list[Path], db: Optional[Path],
-                     fmt: OutputFormat, charts_dir: Optional[Path], lock_timeout: float) -> None:
+                     fmt: OutputFormat, charts_dir: Optional[Path], lock_timeout: float, label: str | None = None,
+                     tags: list[str] | None = None, commit: str | None = None, branch: str | None = None) -> None:
     """`wsperf analyze` given Nsight Systems exports: the timeline report, with the
-    Nsight Compute reports beside them ranked by their kernels' GPU time."""
+    Nsight Compute reports beside them ranked by their kernels' GPU time. With --db, the
+    exports are recorded as one run (label, tags, commit, branch as for reports) whose
+    kernel durations `wsperf history --source nsys` and `wsperf compare --db` read."""
     if sanitizer:
         raise InputError("--sanitizer is not combined with Nsight Systems exports: analyze the sanitizer output (and "
                          "its bundle) in its own run, then the timeline")
@@ -125,7 +146,15 @@ def analyze_timeline(exports: list[Path], reports: list[Path], *, sanitizer: lis
         raise InputError(f"{dirs[0]}: a bundle is not combined with Nsight Systems exports; give its .ncu-rep files")
     check_outputs(charts_dir, None)
     con = open_store(db, lock_timeout=lock_timeout)
-    rep = nsys_report(con, exports, reports)
+    meta = begin_run(con, db, label, tags or [], commit, branch, [])
+    # One transaction: an export that fails to load (or a killed process) records no run.
+    with transaction(con, f"run {meta.label or meta.default_label()}") if meta is not None else nullcontext():
+        ids = sorted({load_nsys_export(con, p).export_id for p in exports})
+        run = record_nsys_run(con, meta, ids) if meta is not None else None
+    if run is not None:
+        err.print(plain(f"wsperf analyze: recorded run {run.label!r} (run {run.run_id}, {run.reports} Nsight Systems "
+                        "export(s))"), soft_wrap=True)
+    rep = nsys_report(con, exports, reports, export_ids=ids)
     charts = write_nsys_charts(con, rep, charts_dir) if charts_dir is not None else {}
     emit(fmt, rep, nsys_text, nsys_json, nsys_markdown)
     if charts and fmt is OutputFormat.markdown:
@@ -136,16 +165,23 @@ def analyze_timeline(exports: list[Path], reports: list[Path], *, sanitizer: lis
 
 def compare_exports(con: duckdb.DuckDBPyConnection, base_names: list[str], cand_names: list[str],
                     config: AnalysisConfig, kernel: str | None = None) -> CompareResult | None:
-    """`wsperf compare` of Nsight Systems exports: kernel durations, every launch a
-    sample (analyses.nsys.compare_nsys). None when no argument is an export."""
+    """`wsperf compare` of Nsight Systems exports, or of runs of them recorded in --db
+    (named by label): kernel durations, every launch a sample (analyses.nsys.compare_nsys).
+    None when no argument is an export or such a run."""
     names = base_names + cand_names
-    if not any(is_nsys_input(n) for n in names):
+    runs = {n: run_export_ids(con, n) for n in names if not is_nsys_input(n)}
+    timeline = {n for n in names if is_nsys_input(n) or runs.get(n)}
+    if not timeline:
         return None
-    if not all(is_nsys_input(n) for n in names):
-        raise InputError("compare Nsight Systems exports with exports and Nsight Compute reports with reports: "
-                         f"{', '.join(n for n in names if not is_nsys_input(n))} is not an export")
-    base = [load_nsys_export(con, Path(n)).export_id for n in base_names]
-    cand = [load_nsys_export(con, Path(n)).export_id for n in cand_names]
+    if len(timeline) < len(set(names)):
+        raise InputError("compare Nsight Systems exports (or runs of them) with exports and Nsight Compute reports "
+                         f"with reports: {', '.join(n for n in names if n not in timeline)} is not an export")
+
+    def ids(n: str) -> list[int]:
+        return runs.get(n) or [load_nsys_export(con, Path(n)).export_id]
+
+    base = [i for n in base_names for i in ids(n)]
+    cand = [i for n in cand_names for i in ids(n)]
     return compare_nsys(con, base, cand, config, ", ".join(base_names), ", ".join(cand_names), kernel)
 
 

@@ -40,6 +40,8 @@ from wsperf.collectors.cudagdb import CudaGdbOutputError, parse_cudagdb
 from wsperf.collectors.errors import ExitCode, InputError, WsperfError
 from wsperf.collectors.process import Completed, is_elf, run_bounded, save
 from wsperf.collectors.ncu import load_reports
+from wsperf.collectors.nsys import (BUNDLE_EXPORT, BUNDLE_REPORT, NSYS_MIN_TIMEOUT_S, NSYS_TIMEOUT_FACTOR,
+                                    PROFILE_FLAGS as NSYS_FLAGS, probe_nsys, profile_nsys)
 from wsperf.collectors.sanitizer import TOOLS, load_sanitizer_xml, tool_failure
 from wsperf.collectors.scope import stops
 from wsperf.collectors.store import open_store
@@ -112,6 +114,7 @@ class Options:
     sources: tuple[str, ...] = ()  # --source files kept in generated/ (.cu, .ptx, .cubin, fatbins)
     accept_race: tuple[str, ...] = ()  # release classes whose racecheck findings do not stop (recorded)
     allow_unverified: bool = False  # profile even when the sanitizer's evidence is incomplete
+    nsys: bool = False  # also record the timeline with nsys (5. below the profile; a warning when none works)
 
 
 # The sanitizer's judgement, given by the caller (the layer that judges: collect runs the
@@ -247,6 +250,8 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
             if report is not None:
                 progress("profile: loading the report")
                 load_reports(con, [report])
+    if opts.nsys and (outcome == "clean" or opts.allow_unverified):
+        _nsys(st)
     con.close()
     st.flush(outcome)
     return Result(root, outcome, tuple(st.problems), tuple(st.warnings), report)
@@ -406,6 +411,30 @@ def _profile(st: _State, ncu: str) -> Path | None:
         st.problems.append(f"ncu wrote no report (exit {done.exit_code}): no kernel matched --kernel or "
                            "--launch-count, or ncu failed; see profile/ncu.stdout.txt")
     return rep if rep.is_file() else None
+
+
+def _nsys(st: _State) -> None:
+    """The timeline (`--nsys`): nsys is first tried on a tiny run that must yield a report
+    (`probe_nsys`), never trusted from its path. No working nsys is a warning and the step
+    is skipped: the timeline adds to the verdicts, which do not need it. A working nsys
+    that fails on the repro is a problem, as a failed ncu is."""
+    st.progress("nsys: trying nsys on a tiny run")
+    probe = probe_nsys()
+    if not probe.works:
+        tried = probe.reason if probe.exe is None else f"{probe.exe}: {probe.reason}"
+        st.warnings.append(f"no working nsys ({tried}): the Nsight Systems step was skipped; install Nsight "
+                           "Systems (its bin/ on PATH) for the timeline, or collect without --nsys")
+        return
+    limit = max(st.opts.timeout * NSYS_TIMEOUT_FACTOR, NSYS_MIN_TIMEOUT_S)
+    st.progress(f"nsys: {probe.version or probe.exe} profile {' '.join(NSYS_FLAGS)} (limit {limit:g} s)")
+    cap = profile_nsys(st.argv, st.root / "nsys", timeout_s=limit, probe=probe, env=st.env())
+    st.record("nsys", "nsys", cap.profile, "nsys/profile", outputs={"report": BUNDLE_REPORT} if cap.report else {},
+              note="timed out: killed" if cap.profile.timed_out else "")
+    if cap.export is not None:
+        st.record("nsys", "nsys-export", cap.export, "nsys/export",
+                  outputs={"export": BUNDLE_EXPORT} if cap.sqlite else {})
+    if cap.problem:
+        st.problems.append(f"{cap.problem}; see nsys/profile.stderr.txt")
 
 
 def _capture_hang(st: _State, pid: int, cudagdb: str | None) -> dict[str, str]:

@@ -671,25 +671,51 @@ class NsysUnavailableError(InputError):
     """No working nsys: the step that needs one cannot run."""
 
 
+# `collect --nsys`: nsys adds little to a run (no kernel replay), but its start and the
+# report's import take seconds: the repro gets twice --timeout, at least this long.
+NSYS_TIMEOUT_FACTOR = 2
+NSYS_MIN_TIMEOUT_S = 120.0
+# Where `collect --nsys` keeps the timeline in the bundle (collectors/bundle.py).
+BUNDLE_REPORT = "nsys/report.nsys-rep"
+BUNDLE_EXPORT = "nsys/report.sqlite"
+
+
+@dataclass(frozen=True)
+class NsysCapture:
+    """What `profile_nsys` ran and wrote: both processes (for the bundle's manifest) and
+    the files that exist afterwards."""
+
+    profile: Any  # collectors.process.Completed of `nsys profile`
+    export: Any | None  # of `nsys export` (None: the profile wrote no report)
+    report: Path | None  # the .nsys-rep, when written
+    sqlite: Path | None  # the SQLite export, when written and an SQLite file
+    problem: str  # why there is no export ('' when there is one)
+
+
 def profile_nsys(argv: list[str], out_dir: Path, *, timeout_s: float, probe: NsysProbe | None = None,
-                 cwd: str | os.PathLike[str] | None = None) -> Path:
+                 cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> NsysCapture:
     """Record `argv` with the working nsys of `probe` (default: `probe_nsys()`) using
-    PROFILE_FLAGS, export it, and return `out_dir/nsys.sqlite` (beside `nsys.nsys-rep`).
-    Raises NsysUnavailableError saying why when no nsys works, InputError when the run or
-    the export fails."""
+    PROFILE_FLAGS into `out_dir/report.nsys-rep`, and export it to `out_dir/report.sqlite`.
+    Raises NsysUnavailableError saying why when no nsys works (nothing is created); a run
+    or an export that fails is returned with its `problem`, for the caller to record."""
     probe = probe or probe_nsys()
     if not probe.works or probe.exe is None:
         raise NsysUnavailableError(f"no working nsys ({probe.reason}); install Nsight Systems, or collect without "
                                    "--nsys")
     out_dir.mkdir(parents=True, exist_ok=True)
-    rep, db = out_dir / "nsys.nsys-rep", out_dir / "nsys.sqlite"
-    done = run_bounded([probe.exe, "profile", *PROFILE_FLAGS, "--force-overwrite=true", "-o",
-                        str(rep.with_suffix("")), *argv], timeout=timeout_s, cwd=cwd)
-    if done.timed_out or not rep.is_file():
-        why_not = f"did not finish within {timeout_s:g} s" if done.timed_out else f"wrote no report (exit {done.exit_code})"
-        raise InputError(f"`nsys profile` {why_not}: {_said(done) or 'no output'}")
-    exp = run_bounded([probe.exe, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(db),
-                       str(rep)], timeout=EXPORT_TIMEOUT_S)
+    rep, db = out_dir / "report.nsys-rep", out_dir / "report.sqlite"
+    prof = run_bounded([probe.exe, "profile", *PROFILE_FLAGS, "--force-overwrite=true", "-o",
+                        str(rep.with_suffix("").resolve()), *argv], timeout=timeout_s, cwd=cwd,
+                       env=dict(env) if env is not None else None)
+    if prof.timed_out or not rep.is_file():
+        why_not = f"did not finish within {timeout_s:g} s" if prof.timed_out else f"wrote no report (exit {prof.exit_code})"
+        return NsysCapture(prof, None, None, None, f"`nsys profile` {why_not}: {_said(prof) or 'no output'}")
+    exp = run_bounded([probe.exe, "export", "--type", "sqlite", "--force-overwrite", "true", "--output",
+                       str(db.resolve()), str(rep.resolve())], timeout=EXPORT_TIMEOUT_S)
     if not db.is_file():
-        raise InputError(f"`nsys export` of {rep} wrote no SQLite file (exit {exp.exit_code}): {_said(exp) or 'no output'}")
-    return db
+        return NsysCapture(prof, exp, rep, None, f"`nsys export` of {rep.name} wrote no SQLite file "
+                                                  f"(exit {exp.exit_code}): {_said(exp) or 'no output'}")
+    with open(db, "rb") as f:
+        if not f.read(16).startswith(SQLITE_MAGIC):
+            return NsysCapture(prof, exp, rep, None, f"`nsys export` of {rep.name} wrote a file that is not SQLite")
+    return NsysCapture(prof, exp, rep, db, "")

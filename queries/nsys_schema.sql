@@ -136,3 +136,11 @@ CREATE TABLE IF NOT EXISTS nsys_nvtx (
     pid INTEGER,                      -- operating-system process id
     tid INTEGER                       -- operating-system thread id
 );
+
+-- The runs `wsperf analyze EXPORT --db FILE` recorded (runs, queries/schema.sql): which
+-- exports each loaded. `wsperf history --source nsys` and `wsperf compare --db` read a
+-- run's kernel durations through it.
+CREATE TABLE IF NOT EXISTS nsys_run_exports (
+    run_id INTEGER NOT NULL,          -- runs.run_id
+    export_id INTEGER NOT NULL        -- nsys_exports.export_id; an export loaded again in a later run belongs to both
+);

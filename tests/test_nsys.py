@@ -12,12 +12,14 @@ import shutil
 import sqlite3
 import subprocess
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from bundles import sanitizer_bundle
 from support import ROOT, assert_one_error_line, wsperf, wsperf_exe
 from wsperf.analyses.analyze import analyze
 from wsperf.analyses.compare import Change
@@ -38,7 +40,8 @@ from wsperf.collectors.nsys import (
     probe_nsys,
     profile_nsys,
 )
-from wsperf.collectors.store import open_store
+from wsperf.collectors.bundle import RunRecord, read_bundle, write_manifest
+from wsperf.collectors.store import check_store, open_store
 
 NSYS = ROOT / "fixtures" / "nsys"
 SAXPY = NSYS / "saxpy_mpi_cuda_a100_nsys2022.2.sqlite.gz"  # schema 2.9.1, NVTX, host-bound
@@ -517,7 +520,7 @@ def test_every_nsys_column_is_documented():
     sql = nsys_schema_sql()
     columns = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE table_name LIKE 'nsys_%'"
                           ).fetchall()
-    assert {t for t, _ in columns} == set(NSYS_TABLES)
+    assert {t for t, _ in columns} == set(NSYS_TABLES) | {"nsys_run_exports"}
     for table, column in columns:
         block = sql[sql.index(f"CREATE TABLE IF NOT EXISTS {table} ("):]
         line = next(l for l in block.splitlines()[1:] if l.split() and l.split()[0] == column)
@@ -537,3 +540,78 @@ def test_an_export_is_only_read(plain, tmp_path):
         assert [p.name for p in d.iterdir()] == ["x.sqlite"] and (d / "x.sqlite").read_bytes() == before
     finally:
         d.chmod(0o755)
+
+
+# -- collect --nsys, a bundle's timeline, runs of exports ---------------------------------
+
+STUB = NSYS / "stub" / "nsys"  # behaves as the H200's nsys did (fixtures/nsys/nsys_stub_h200.txt)
+
+
+def test_collect_nsys_detects_the_h200_stub_by_trying_it(tmp_path):
+    """The stand-in is a real program on PATH named nsys: exit 0, only a .qdstrm. collect
+    tries it on a tiny run, prints one Warning line, records no nsys run and goes on."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy(STUB, bin_dir / "nsys")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = tmp_path / "bundle"
+    p = subprocess.run([wsperf_exe(), "collect", "--nsys", "--no-profile", "--allow-unverified", "--out", str(out),
+                        "--timeout", "10", "--", sys.executable, "-c", "print('ok')"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    (warning,) = [line for line in p.stderr.splitlines() if line.startswith("Warning:") and "nsys" in line]
+    assert f"no working nsys ({bin_dir / 'nsys'}: `nsys profile` of a tiny run wrote no .nsys-rep (it wrote a " \
+           ".qdstrm" in warning and "the Nsight Systems step was skipped" in warning
+    b = read_bundle(out)
+    assert [r.phase for r in b.runs if r.phase == "nsys"] == [] and not (out / "nsys").exists()
+    assert any("no working nsys" in w for w in b.manifest["warnings"])
+    assert not any("nsys" in line for line in p.stderr.splitlines() if line.startswith("Error:"))
+
+
+def _with_timeline(root: Path, export: Path, report: Path) -> Path:
+    """A bundle as `collect --nsys` leaves it: the profile phase's report replaced by
+    `report` and an nsys phase whose export is `export` (both real files of one program)."""
+    b = read_bundle(root)
+    (root / "profile" / "report.ncu-rep").write_bytes(gzip.decompress(report.read_bytes()))
+    (root / "nsys").mkdir()
+    (root / "nsys" / "report.sqlite").write_bytes(gzip.decompress(export.read_bytes()))
+    runs = [*b.runs, RunRecord("nsys", "nsys-export", ["nsys", "export", "--type", "sqlite", "report.nsys-rep"], 0, 1.0,
+                               outputs={"export": "nsys/report.sqlite"})]
+    write_manifest(root, {k: v for k, v in b.manifest.items() if k not in ("format", "runs")}, runs)
+    return root
+
+
+def test_analyze_bundle_shows_its_timeline_beside_the_verdicts(tmp_path):
+    bundle = _with_timeline(sanitizer_bundle(tmp_path, "clean", report="ws_stream_healthy"), VECADD, VECADD_NCU)
+    p = wsperf("analyze", bundle, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["exports"][0]["nsys_version"].startswith("2025.5") and doc["exports"][0]["kernels"] == 1
+    (launch,) = doc["launches"]
+    assert launch["headline"].startswith("100% of GPU time; ")
+    (k,) = doc["kernels"]  # the verdicts, as analyze gives them for a bundle
+    assert k["mangled"] == "_Z13kernVectorAddPKfS0_Pfi" and k["findings"]
+
+
+def test_history_and_compare_over_runs_of_exports(plain, tmp_path):
+    db = tmp_path / "runs.duckdb"
+    slow = _copy(plain, CLOVER, tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + (end - start) / 5",
+                 "slow.sqlite")
+    for export, label in ((CLOVER, "night-1"), (slow, "night-2")):
+        p = wsperf("analyze", export, "--db", db, "--label", label, "--tag", "nightly", "--format", "json")
+        assert p.returncode == 0 and f"recorded run {label!r}" in p.stderr, p.stderr
+    p = wsperf("history", "--db", db, "--source", "nsys", "--tag", "nightly", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    points = json.loads(p.stdout)["points"]
+    direct = _direct(plain[CLOVER], "SELECT count(*), min(end - start), max(end - start) FROM "
+                     "CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN StringIds AS s ON s.id = k.demangledName GROUP BY s.value")
+    first = [pt for pt in points if pt["label"] == "night-1"]
+    assert sorted((pt["n"], pt["min"], pt["max"]) for pt in first) == sorted(direct)
+    assert sum(pt["n"] for pt in points if pt["label"] == "night-2") == 1312
+    con = open_store(db, read_only=True)
+    assert check_store(con) == []
+    con.close()
+    worse = wsperf("compare", "--db", db, "night-1", "night-2", "--kernel", "accelerate_kernel", "--format", "json")
+    assert worse.returncode == 1, worse.stderr
+    assert json.loads(worse.stdout)["regression"] is True
+    assert_one_error_line(wsperf("history", "--db", db, "--source", "nsys", "--metric", "sm__cycles_active.avg"),
+                          2, "durations only")
