@@ -62,6 +62,11 @@ class Hypothesis:
     # The falsifiable experiment a confirmed verdict proposes: the change, and the figure
     # that must move (with the fixtures' before/after), for `wsperf compare` to check.
     experiment: str = ""
+    # Tables from an optional source (e.g. `timeline_events`, created when a timeline is
+    # loaded): while one is absent the query cannot bind, and the verdict is no_data with
+    # `missing` (the header's text: what to collect) as its summary.
+    requires: tuple[str, ...] = ()
+    missing: str = ""
 
     @property
     def params(self) -> set[str]:
@@ -127,6 +132,8 @@ def catalogue() -> tuple[Hypothesis, ...]:
             sql=sql,
             measured=str(doc.get("measured", "")).strip(),
             experiment=" ".join(str(doc.get("experiment", "")).split()),
+            requires=tuple(str(t) for t in doc.get("requires") or ()),
+            missing=" ".join(str(doc.get("missing", "")).split()),
         ))
     return tuple(out)
 
@@ -161,7 +168,12 @@ def evaluate(
     by_launch: dict[int, list[Finding]] = {lid: [] for lid in launch_ids}
     con.execute(f"CREATE OR REPLACE TEMP TABLE {IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
                 {"ids": sorted(by_launch)})
+    present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     for h in catalogue():
+        if not set(h.requires) <= present:
+            for lid in by_launch:
+                by_launch[lid].append(Finding(h.id, Status.no_data, h.missing, {}, h.remedy))
+            continue
         values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
         params = {k: v for k, v in values.items() if k in h.params}
         try:

@@ -1,0 +1,325 @@
+"""Role timelines into the store: the wsperf trace format (collectors/include/wsperf_trace.cuh,
+layout in `wsperf.collectors.trace_format`) and Chrome-trace / Perfetto JSON with per-warp
+or per-role tracks (Triton Proton's intra-kernel traces among them). Tables and every
+column: queries/timeline_schema.sql, applied on demand by `load_timeline`.
+
+Chrome traces: 'X' events (ts, dur in microseconds) and 'B'/'E' pairs become a begin and
+an end row. The CTA is args.cta, else the number after 'CTA' in the track's process name
+(metadata 'M' events, or a string pid), else the numeric pid; the warp likewise from
+args.warp, 'warp N' in the thread name, else tid; the SM from args.sm or 'Core N' / 'SM N'.
+The role is args.role, else a role word (producer, consumer, epilogue) in the track or
+event name, else 'other'. An event name that contains wait, copy/load/tma, compute/mma,
+epilogue/store or kernel maps to that event (the name is kept in `label`); others stay as
+named. Proton writes cycles as if the clock ran at 1 GHz: its times are cycles, not ns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from wsperf.collectors import trace_format as tf
+from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import read_input
+from wsperf.collectors.store import transaction
+
+SCHEMA = "timeline_schema.sql"
+# A trace of a few thousand warps with a few hundred events each is a few tens of MB.
+MAX_TRACE_BYTES = 1 << 30
+WSPERF_SUFFIX = ".wsperf-trace"
+CHROME_SUFFIXES = (".json", ".json.gz", ".chrome_trace", ".chrome_trace.gz", ".perfetto.json")
+_KIND = "a wsperf trace (.wsperf-trace) or a Chrome-trace / Perfetto JSON file"
+COLUMNS = ("t_ns", "clk", "sm", "cta", "warp", "role", "event", "label", "phase", "stage", "seq")
+# Event-name words -> wsperf event kinds, first match wins (Proton scopes such as
+# 'tma_loads_issue' or 'wgmma_wait' name what they time).
+_EVENT_WORDS = (("wait", "wait"), ("epilogue", "epilogue"), ("store", "epilogue"), ("copy", "copy"),
+                ("load", "copy"), ("tma", "copy"), ("compute", "compute"), ("mma", "compute"),
+                ("release", "release"), ("kernel", "kernel"))
+_ROLE_WORDS = ("producer", "consumer", "epilogue")
+_NUM_AFTER = {k: re.compile(rf"{k}\s*[#:_ ]?\s*(\d+)", re.I) for k in ("cta", "warp", "core", "sm", "block")}
+
+
+@dataclass(frozen=True)
+class TimelineLoad:
+    """What loading one trace did."""
+
+    timeline_id: int
+    path: Path
+    format: str
+    kernel: str | None
+    launch_id: int
+    events: int
+    full_warps: int
+
+
+def timeline_schema_sql() -> str:
+    """The DDL of the timeline tables (idempotent)."""
+    return (resources.files("wsperf.queries") / SCHEMA).read_text(encoding="utf-8")
+
+
+def is_timeline_input(p: str | Path) -> bool:
+    name = str(p).lower()
+    return name.endswith(WSPERF_SUFFIX) or name.endswith(CHROME_SUFFIXES)
+
+
+def _read(p: Path) -> bytes:
+    data = read_input(p, kind=_KIND, limit=MAX_TRACE_BYTES)
+    if not data:
+        raise InputError(f"{p}: is empty (0 bytes), not a trace")
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise InputError(f"{p}: is gzip-compressed but damaged ({e}); give the trace again") from None
+    return data
+
+
+def parse_wsperf_trace(data: bytes, source: str) -> tuple[tf.TraceHeader, dict[str, list]]:
+    """The header and the used records of a wsperf trace, as columns (see COLUMNS); t_ns
+    still absolute."""
+    nl = data.find(b"\n", 0, tf.MAX_HEADER_BYTES)
+    if nl < 0 or not data.startswith(b"{"):
+        raise InputError(f"{source}: not a wsperf trace (no JSON header line); write it with wsperf_trace_dump")
+    try:
+        doc = json.loads(data[:nl])
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"{source}: the header line is not JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != tf.FORMAT:
+        raise InputError(f"{source}: the header does not say format {tf.FORMAT!r}")
+    if doc.get("version") != tf.VERSION or doc.get("record_bytes") != tf.RECORD_BYTES:
+        raise InputError(f"{source}: trace version {doc.get('version')!r} with {doc.get('record_bytes')!r}-byte records; "
+                         f"this wsperf reads version {tf.VERSION} ({tf.RECORD_BYTES}-byte records)")
+    try:
+        header = tf.TraceHeader(
+            kernel=str(doc.get("kernel") or ""), ctas=int(doc["ctas"]), cta_stride=int(doc["cta_stride"]),
+            warps_per_cta=int(doc["warps_per_cta"]), slots_per_warp=int(doc["slots_per_warp"]),
+            roles={int(k): str(v) for k, v in (doc.get("roles") or {}).items()},
+            events={int(k): str(v) for k, v in (doc.get("events") or {}).items()})
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"{source}: the header lacks or garbles the buffer shape ({e!r})") from None
+    body = memoryview(data)[nl + 1:]
+    want = tf.trace_bytes(header.ctas, header.warps_per_cta, header.slots_per_warp, max(header.cta_stride, 1))
+    if header.cta_stride < 1 or len(body) != want:
+        raise InputError(f"{source}: holds {len(body):,} bytes of records; the header's buffer shape needs {want:,} "
+                         "(truncated or not written by wsperf_trace_dump)")
+    roles = {**tf.ROLES, **header.roles}
+    events = {**tf.EVENTS, **header.events}
+    cols: dict[str, list] = {c: [] for c in COLUMNS}
+    for t, clk, sm, cta, warp, role, phase, event, stage, seq in tf.RECORD.iter_unpack(body):
+        if t == 0:  # an unused slot
+            continue
+        cols["t_ns"].append(t)
+        cols["clk"].append(clk)
+        cols["sm"].append(sm)
+        cols["cta"].append(cta)
+        cols["warp"].append(warp)
+        cols["role"].append(roles.get(role, f"role{role}"))
+        cols["event"].append(events.get(event, f"event{event}"))
+        cols["label"].append(None)
+        cols["phase"].append(tf.PHASES.get(phase, "instant"))
+        cols["stage"].append(None if stage == tf.NO_STAGE else stage)
+        cols["seq"].append(seq)
+    return header, cols
+
+
+def _full_warps(cols: dict[str, list], slots: int) -> int:
+    counts: dict[tuple[int, int], int] = {}
+    for c, w in zip(cols["cta"], cols["warp"]):
+        counts[(c, w)] = counts.get((c, w), 0) + 1
+    return sum(1 for n in counts.values() if n >= slots)
+
+
+def _num(text: Any, key: str) -> int | None:
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    m = _NUM_AFTER[key].search(str(text)) if text is not None else None
+    return int(m.group(1)) if m else None
+
+
+def _event_kind(name: str) -> str:
+    low = name.lower()
+    for word, kind in _EVENT_WORDS:
+        if word in low:
+            return kind
+    return name
+
+
+def _role(*texts: Any) -> str:
+    for t in texts:
+        low = str(t or "").lower()
+        for r in _ROLE_WORDS:
+            if r in low:
+                return r
+    return "other"
+
+
+def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, list]]:
+    """The kernel name (metadata, if any) and the events of a Chrome-trace JSON file, as
+    columns (see COLUMNS); t_ns still absolute (ts converted from microseconds)."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"{source}: not JSON ({str(e)[:120]}); give a Chrome-trace or Perfetto JSON file") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise InputError(f"{source}: no traceEvents list; not a Chrome-trace file")
+    procs: dict[Any, str] = {}
+    threads: dict[tuple[Any, Any], str] = {}
+    kernel = None
+    for e in events:
+        if isinstance(e, dict) and e.get("ph") == "M":
+            name = str((e.get("args") or {}).get("name", ""))
+            if e.get("name") == "process_name":
+                procs[e.get("pid")] = name
+            elif e.get("name") == "thread_name":
+                threads[(e.get("pid"), e.get("tid"))] = name
+    if isinstance(doc, dict):
+        meta = doc.get("metadata") or doc.get("otherData") or {}
+        kernel = meta.get("kernel") if isinstance(meta, dict) else None
+    cols: dict[str, list] = {c: [] for c in COLUMNS}
+    seqs: dict[tuple, int] = {}
+    open_b: dict[tuple, list] = {}
+
+    def add(ts_us: float, phase: str, e: dict, seq: int | None = None) -> int:
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        pid, tid = e.get("pid"), e.get("tid")
+        pname, tname = procs.get(pid, pid), threads.get((pid, tid), tid)
+        cta = args.get("cta") if isinstance(args.get("cta"), int) else (_num(pname, "cta") if _num(pname, "cta") is not None
+                                                                          else _num(pname, "block"))
+        if cta is None:
+            cta = pid if isinstance(pid, int) else 0
+        warp = args.get("warp") if isinstance(args.get("warp"), int) else _num(tname, "warp")
+        if warp is None:
+            warp = tid if isinstance(tid, int) else 0
+        sm = args.get("sm") if isinstance(args.get("sm"), int) else (_num(pname, "core") if _num(pname, "core") is not None
+                                                                      else _num(pname, "sm"))
+        name = str(e.get("name", ""))
+        kind = _event_kind(name)
+        role = str(args["role"]) if isinstance(args.get("role"), str) else _role(tname, pname, name)
+        if seq is None:
+            key = (cta, warp, kind)
+            seq = args.get("seq") if isinstance(args.get("seq"), int) else seqs.get(key, 0)
+            seqs[key] = seq + 1
+        stage = args.get("stage") if isinstance(args.get("stage"), int) else None
+        cols["t_ns"].append(round(float(ts_us) * 1000.0))
+        cols["clk"].append(None)
+        cols["sm"].append(sm)
+        cols["cta"].append(cta)
+        cols["warp"].append(warp)
+        cols["role"].append(role)
+        cols["event"].append(kind)
+        cols["label"].append(None if kind == name else name)
+        cols["phase"].append(phase)
+        cols["stage"].append(stage)
+        cols["seq"].append(seq)
+        return seq
+
+    for e in events:
+        if not isinstance(e, dict) or "ts" not in e:
+            continue
+        try:
+            ts = float(e["ts"])
+            ph = e.get("ph")
+            if ph == "X":
+                seq = add(ts, "begin", e)
+                add(ts + float(e.get("dur", 0.0)), "end", e, seq)
+            elif ph == "B":
+                open_b.setdefault((e.get("pid"), e.get("tid"), e.get("name")), []).append(add(ts, "begin", e))
+            elif ph == "E":
+                stack = open_b.get((e.get("pid"), e.get("tid"), e.get("name")))
+                if stack:
+                    add(ts, "end", e, stack.pop())
+            elif ph in ("i", "I", "n"):
+                add(ts, "instant", e)
+        except (TypeError, ValueError):
+            raise InputError(f"{source}: an event has a non-numeric ts or dur: {str(e)[:120]}") from None
+    return kernel, cols
+
+
+def load_timeline(con: duckdb.DuckDBPyConnection, path: str | Path, *, launch_id: int | None = None) -> TimelineLoad:
+    """Add one trace to the store (one transaction). `launch_id`: the launch its events
+    belong to (an Nsight Compute launch of the same kernel); None gives the trace a
+    `reports` row of kind 'timeline' with one launch of its own."""
+    p = Path(path)
+    data = _read(p)
+    raw_digest = hashlib.sha256(data).hexdigest()
+    if p.name.lower().endswith(WSPERF_SUFFIX) or data.startswith(b'{"format":"wsperf-trace"'):
+        fmt = tf.FORMAT
+        header, cols = parse_wsperf_trace(data, str(p))
+        kernel: str | None = header.kernel or None
+        shape = (header.ctas, header.cta_stride, header.warps_per_cta, header.slots_per_warp)
+        full = _full_warps(cols, header.slots_per_warp)
+    else:
+        fmt = "chrome-trace"
+        kernel, cols = parse_chrome_trace(data, str(p))
+        kernel = kernel or p.name.split(".")[0]
+        shape = (None, None, None, None)
+        full = 0
+    if not cols["t_ns"]:
+        raise InputError(f"{p}: holds no events (did the kernel run with tracing on, and was the buffer copied back?)")
+    t0 = min(cols["t_ns"])
+    cols["t_ns"] = [t - t0 for t in cols["t_ns"]]
+    with transaction(con, f"timeline {p}"):
+        con.execute(timeline_schema_sql())
+        ((tid,),) = con.execute("SELECT coalesce(max(timeline_id), 0) + 1 FROM timelines").fetchall()
+        if launch_id is None:
+            launch_id = _own_launch(con, p, raw_digest, len(data), kernel, shape)
+        con.execute("INSERT INTO timelines VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [tid, str(p.resolve()), raw_digest, len(data), fmt, kernel, launch_id, max(t0, 0), *shape,
+                     len(cols["t_ns"]), full, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
+        table = pa.table({"timeline_id": pa.array([tid] * len(cols["t_ns"]), pa.int32()),
+                          "launch_id": pa.array([launch_id] * len(cols["t_ns"]), pa.int64()),
+                          **{c: cols[c] for c in COLUMNS}})
+        con.register("_wsperf_timeline", table)
+        try:
+            con.execute("INSERT INTO timeline_events BY NAME SELECT * FROM _wsperf_timeline")
+        finally:
+            con.unregister("_wsperf_timeline")
+    return TimelineLoad(tid, p, fmt, kernel, launch_id, len(cols["t_ns"]), full)
+
+
+def _own_launch(con: duckdb.DuckDBPyConnection, p: Path, digest: str, size: int, kernel: str | None,
+                shape: tuple) -> int:
+    """A `reports` row of kind 'timeline' and its one launch, for a trace with no Nsight
+    Compute launch; the same file loaded twice reuses them."""
+    found = con.execute("SELECT l.launch_id FROM reports r JOIN launches l USING (report_id) WHERE r.sha256 = ?",
+                        [digest]).fetchall()
+    if found:
+        return found[0][0]
+    ((report_id, lid),) = con.execute(
+        "SELECT (SELECT coalesce(max(report_id), 0) + 1 FROM reports),"
+        " (SELECT coalesce(max(launch_id), 0) + 1 FROM launches)").fetchall()
+    con.execute(
+        "INSERT INTO reports BY NAME SELECT ? AS report_id, ? AS path, ? AS sha256, ? AS size_bytes, "
+        "1 AS num_launches, ? AS loaded_at, 'timeline' AS kind",
+        [report_id, str(p.resolve()), digest, size, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
+    ctas, _, warps, _ = shape
+    function = re.split(r"[<(]", kernel or "", maxsplit=1)[0].strip() or None
+    con.execute(
+        "INSERT INTO launches (launch_id, report_id, range_idx, action_idx, kernel_demangled, kernel_function, "
+        "workload_type, grid_size, block_size, num_metrics) VALUES (?, ?, 0, 0, ?, ?, 'kernel', ?, ?, 0)",
+        [lid, report_id, kernel, function, ctas, warps * 32 if warps else None])
+    return lid
+
+
+def match_launch(con: duckdb.DuckDBPyConnection, kernel: str | None, report_ids: list[int]) -> int | None:
+    """The Nsight Compute launch (of the given reports) of the trace's kernel: same
+    function name (the part before '<' or '('), the last such launch; None when none."""
+    function = re.split(r"[<(]", kernel or "", maxsplit=1)[0].strip()
+    if not function or not report_ids:
+        return None
+    row = con.execute(
+        "SELECT max(launch_id) FROM launches WHERE report_id IN (SELECT unnest($ids::INTEGER[])) "
+        "AND (kernel_function = $f OR kernel_demangled LIKE $f || '%')",
+        {"ids": report_ids, "f": function}).fetchone()
+    return row[0] if row else None

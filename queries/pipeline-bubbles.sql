@@ -1,0 +1,137 @@
+/*
+id: pipeline-bubbles
+question: Where in the kernel do the consumers sit idle - filling the ring, between stages, or draining after the loop?
+evidence:
+  - timeline_events / timeline_intervals (wsperf_trace.cuh records, or a Chrome / Proton trace) per CTA
+  - prologue_share - CTA start to the first consumer compute, as a share of the CTA's time (mean over CTAs)
+  - steady_idle_share - per consumer warp, the gaps between consecutive compute intervals over the span from its first compute to its last (mean over warps)
+  - epilogue_share - last consumer compute to CTA exit (the CTA's last event), as a share of the CTA's time
+  - overlap - share of producer copy intervals whose midpoint falls inside a consumer compute interval of the same CTA
+requires: [timeline_events]
+missing: >
+  no role timeline in the store: collect one with the wsperf_trace.cuh macros (build with
+  `wsperf trace-include`) or a Proton / Chrome trace, then `wsperf timeline TRACE --report R`
+threshold:
+  min_prologue_share: 0.25     # a quarter of the CTA before the first tile is computed
+  min_steady_idle_share: 0.15  # consumers idle 15% of the loop between tiles
+  min_epilogue_share: 0.25     # a quarter of the CTA after the last tile
+measured: |
+  H200 fixtures (fixtures/timeline, fixtures/src/timeline/ring.cu; 132 CTAs, every 6th traced, 32 tiles of 8 KB,
+  256 dependent FMAs per value per tile): the figures are in fixtures/timeline/README.md once collected.
+  By design: ring1 (1 stage) copy and compute take turns, steady idle = copy / (copy + compute), about 0.3;
+  ring4 (4 stages) the producer runs ahead, steady idle near 0 and overlap near 1;
+  epilogue (ring4 + a 40000-FMA serial chain per consumer warp) epilogue share above 0.4.
+experiment: >
+  Deepen the ring (1 -> 4 stages) for a steady-state bubble, issue the first stages'
+  copies before any other setup for a prologue bubble, overlap or shorten the drain for an
+  epilogue bubble (persistent CTAs start the next tile's loads during the epilogue): the
+  share named by `bubble` should fall below its threshold (ring1 -> ring4 on the fixtures).
+remedy: >
+  Steady-state bubbles: more ring stages, release each stage as soon as its last read is
+  done, and make the producer wait only on the slot it fills next. Prologue: issue the first
+  STAGES copies right after barrier init (hoist address math and descriptor prefetch).
+  Epilogue: overlap the drain with the next tile's mainloop (persistent kernel, a separate
+  epilogue warpgroup, TMA stores) or shorten its serial chain.
+*/
+WITH ev AS (
+    SELECT * FROM timeline_events WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
+),
+iv AS (
+    SELECT * FROM timeline_intervals WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
+),
+-- Compute by any non-producer warp, copies by any non-consumer warp: a trace without roles
+-- ('other') still counts.
+comp AS (SELECT * FROM iv WHERE event = 'compute' AND role <> 'producer'),
+copies AS (SELECT * FROM iv WHERE event = 'copy' AND role <> 'consumer'),
+cta AS (
+    SELECT launch_id, timeline_id, cta, min(t_ns) AS t_start, max(t_ns) AS t_end
+    FROM ev GROUP BY ALL
+),
+cta_comp AS (
+    SELECT launch_id, timeline_id, cta, min(start_ns) AS first_compute, max(end_ns) AS last_compute,
+           count(DISTINCT stage) AS stages
+    FROM comp GROUP BY ALL
+),
+per_cta AS (
+    SELECT c.launch_id,
+           (k.first_compute - c.t_start) / nullif(c.t_end - c.t_start, 0) AS prologue_share,
+           (c.t_end - k.last_compute) / nullif(c.t_end - c.t_start, 0) AS epilogue_share,
+           c.t_end - c.t_start AS cta_ns,
+           k.stages
+    FROM cta AS c JOIN cta_comp AS k USING (launch_id, timeline_id, cta)
+),
+gaps AS (
+    SELECT launch_id, timeline_id, cta, warp, start_ns, end_ns,
+           start_ns - lag(end_ns) OVER (PARTITION BY timeline_id, cta, warp ORDER BY start_ns) AS gap_ns
+    FROM comp
+),
+per_warp AS (
+    SELECT launch_id, sum(greatest(coalesce(gap_ns, 0), 0)) / nullif(max(end_ns) - min(start_ns), 0) AS idle_share
+    FROM gaps GROUP BY launch_id, timeline_id, cta, warp
+),
+overlap AS (
+    SELECT launch_id, avg(CASE WHEN hit THEN 1.0 ELSE 0.0 END) AS overlap, count(*) AS copy_intervals
+    FROM (
+        SELECT c.launch_id, c.timeline_id, c.cta, c.warp, c.seq, bool_or(k.cta IS NOT NULL) AS hit
+        FROM copies AS c
+        LEFT JOIN comp AS k
+          ON k.timeline_id = c.timeline_id AND k.cta = c.cta
+         AND k.start_ns <= (c.start_ns + c.end_ns) / 2 AND k.end_ns > (c.start_ns + c.end_ns) / 2
+        GROUP BY ALL
+    ) GROUP BY launch_id
+),
+m AS (
+    SELECT launch_id, avg(prologue_share) AS prologue_share, avg(epilogue_share) AS epilogue_share,
+           count(*) AS ctas, median(cta_ns) AS cta_ns, max(stages) AS stages
+    FROM per_cta GROUP BY launch_id
+),
+v AS (
+    SELECT l.launch_id,
+           (SELECT count(*) FROM ev WHERE ev.launch_id = l.launch_id) AS events,
+           m.prologue_share, m.epilogue_share, m.ctas, m.cta_ns, m.stages,
+           (SELECT avg(idle_share) FROM per_warp AS w WHERE w.launch_id = l.launch_id) AS steady_idle_share,
+           o.overlap, coalesce(o.copy_intervals, 0) AS copy_intervals
+    FROM launches AS l
+    LEFT JOIN m USING (launch_id)
+    LEFT JOIN overlap AS o USING (launch_id)
+    WHERE l.launch_id IN (SELECT launch_id FROM _wsperf_ids)
+),
+r AS (
+    SELECT *,
+           -- The bubble furthest past (or closest to) its threshold.
+           CASE greatest(prologue_share / $min_prologue_share, coalesce(steady_idle_share, 0) / $min_steady_idle_share,
+                         epilogue_share / $min_epilogue_share)
+               WHEN prologue_share / $min_prologue_share THEN 'prologue'
+               WHEN epilogue_share / $min_epilogue_share THEN 'epilogue'
+               ELSE 'steady-state'
+           END AS bubble
+    FROM v
+)
+SELECT
+    launch_id,
+    CASE
+        WHEN events = 0 OR prologue_share IS NULL THEN 'no_data'
+        WHEN prologue_share >= $min_prologue_share OR steady_idle_share >= $min_steady_idle_share
+             OR epilogue_share >= $min_epilogue_share THEN 'confirmed'
+        ELSE 'rejected'
+    END AS status,
+    CASE
+        WHEN events = 0 THEN
+            'no role timeline for this launch: collect one with the wsperf_trace.cuh macros (`wsperf trace-include`) '
+            || 'and load it with `wsperf timeline TRACE --report R`'
+        WHEN prologue_share IS NULL THEN
+            'the timeline has no consumer compute intervals: collect WSPERF_BEGIN/WSPERF_END around WSPERF_EV_COMPUTE in the consumer warps'
+        ELSE printf('prologue %.0f%%, consumers idle %.0f%% between stages, epilogue %.0f%% of the CTA; '
+                    || '%.0f%% of producer copies run during consumer compute (%d CTAs traced, median %.1f us)',
+                    100 * prologue_share, 100 * coalesce(steady_idle_share, 0), 100 * epilogue_share,
+                    100 * coalesce(overlap, 0), ctas, cta_ns / 1000.0)
+    END AS summary,
+    CASE WHEN prologue_share IS NULL THEN NULL ELSE bubble END AS bubble,
+    round(prologue_share, 4) AS prologue_share,
+    round(steady_idle_share, 4) AS steady_idle_share,
+    round(epilogue_share, 4) AS epilogue_share,
+    round(overlap, 4) AS overlap,
+    copy_intervals,
+    ctas,
+    stages
+FROM r
