@@ -11,9 +11,13 @@ import yaml
 
 from wsperf.analyses.analyze import prepare
 from wsperf.analyses.hypotheses import REQUIRED_KEYS, Status, catalogue, evaluate, parse_header
+from wsperf.collectors.store import open_store
+from wsperf.collectors.timeline import load_timeline
 from wsperf.queries import query_names, read_query
 
 CASES = Path(__file__).parent / "cases"
+# Role timelines (fixtures/collect_timeline.sh); a case with `timeline:` runs on its own store.
+TIMELINES = Path(__file__).resolve().parents[1] / "fixtures" / "timeline"
 HYPOTHESES = {h.id: h for h in catalogue()}
 
 
@@ -25,7 +29,7 @@ def _cases():
 
 def test_catalogue_has_the_contract_ids():
     assert set(HYPOTHESES) == {"missing-specialized-instructions", "serialized-roles", "producer-bound",
-                               "too-few-active-ctas", "register-spills"}
+                               "too-few-active-ctas", "register-spills", "pipeline-bubbles"}
 
 
 @pytest.mark.parametrize("hid", sorted(HYPOTHESES))
@@ -56,11 +60,23 @@ def analyzed(store):
     return con
 
 
+@pytest.fixture(scope="module")
+def timelines():
+    """A store holding every fixture timeline (each with a launch of its own)."""
+    if not TIMELINES.is_dir():
+        pytest.skip("fixtures/timeline not collected yet: run fixtures/collect_timeline.sh on a GPU")
+    con = open_store(None)
+    for p in sorted(TIMELINES.glob("*.wsperf-trace")):
+        load_timeline(con, p)
+    return con
+
+
 @pytest.mark.parametrize("hid, case", list(_cases()))
-def test_case(analyzed, hid, case):
-    con = analyzed
+def test_case(request, hid, case):
+    con = request.getfixturevalue("timelines" if "timeline" in case else "analyzed")
     q = """SELECT l.launch_id FROM launches l JOIN reports r USING (report_id)
-           WHERE regexp_extract(r.path, '([^/]+)\\.ncu-rep$', 1) = ? AND regexp_matches(l.kernel_function, ?)"""
+           WHERE regexp_extract(r.path, '([^/]+)\\.(ncu-rep|wsperf-trace)$', 1) = ?
+             AND regexp_matches(l.kernel_function, ?)"""
     ids = [r[0] for r in con.execute(q, [case["report"], case.get("kernel", ".")]).fetchall()]
     assert ids, f"no launch for {case}"
     verdicts = evaluate(con, ids, expect=case.get("expect", []))
