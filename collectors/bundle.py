@@ -17,6 +17,8 @@ Layout (every path in the manifest is relative to the bundle directory):
     hang/cudagdb.txt       second attach: every resident block and warp in focus
     hang/sass.txt          `cuobjdump -sass` of the repro, to map the waiting PCs
     profile/report.ncu-rep the Nsight Compute report; ncu.stdout.txt, ncu.stderr.txt
+    nsys/report.nsys-rep   `collect --nsys`: the Nsight Systems report, and beside it
+    nsys/report.sqlite     its `nsys export --type sqlite` (profile/export .stdout/.stderr)
     wsperf.duckdb          the sanitizer findings and the report, loaded
 
 stdout/stderr files are bounded: the first and last bytes of a flood are kept and the
