@@ -16,6 +16,7 @@ from wsperf.cli.inspect import inspect
 from wsperf.cli.nsys import nsys
 from wsperf.cli.render import version
 from wsperf.cli.sql import sql
+from wsperf.cli.timeline import timeline, trace_include
 from wsperf.cli.worksheet import worksheet
 
 app = typer.Typer(
@@ -60,6 +61,8 @@ app.command(short_help=_short(history))(history)
 app.command(short_help=_short(export))(export)
 app.command(short_help=_short(worksheet))(worksheet)
 app.command(short_help=_short(nsys))(nsys)
+app.command(short_help=_short(timeline))(timeline)
+app.command(short_help=_short(trace_include))(trace_include)
 
 
 def main() -> None:  # pragma: no cover - console-script shim
