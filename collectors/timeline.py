@@ -246,54 +246,74 @@ def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, 
     return kernel, cols
 
 
-def load_timeline(con: duckdb.DuckDBPyConnection, path: str | Path, *, launch_id: int | None = None) -> TimelineLoad:
-    """Add one trace to the store (one transaction). `launch_id`: the launch its events
-    belong to (an Nsight Compute launch of the same kernel); None gives the trace a
-    `reports` row of kind 'timeline' with one launch of its own."""
+@dataclass(frozen=True)
+class ParsedTrace:
+    """A trace file read and parsed, not yet in a store."""
+
+    path: Path
+    format: str
+    kernel: str | None
+    sha256: str
+    size_bytes: int
+    shape: tuple[int | None, int | None, int | None, int | None]  # ctas, cta_stride, warps_per_cta, slots_per_warp
+    full_warps: int
+    columns: dict[str, list]  # COLUMNS, t_ns absolute
+
+
+def read_trace(path: str | Path) -> ParsedTrace:
+    """Read and parse one trace file (wsperf trace by its header, else Chrome-trace JSON)."""
     p = Path(path)
     data = _read(p)
-    raw_digest = hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256(data).hexdigest()
     if p.name.lower().endswith(WSPERF_SUFFIX) or data.startswith(b'{"format":"wsperf-trace"'):
-        fmt = tf.FORMAT
         header, cols = parse_wsperf_trace(data, str(p))
-        kernel: str | None = header.kernel or None
-        shape = (header.ctas, header.cta_stride, header.warps_per_cta, header.slots_per_warp)
-        full = _full_warps(cols, header.slots_per_warp)
+        parsed = ParsedTrace(p, tf.FORMAT, header.kernel or None, digest, len(data),
+                             (header.ctas, header.cta_stride, header.warps_per_cta, header.slots_per_warp),
+                             _full_warps(cols, header.slots_per_warp), cols)
     else:
-        fmt = "chrome-trace"
         kernel, cols = parse_chrome_trace(data, str(p))
-        kernel = kernel or p.name.split(".")[0]
-        shape = (None, None, None, None)
-        full = 0
+        parsed = ParsedTrace(p, "chrome-trace", kernel or p.name.split(".")[0], digest, len(data),
+                             (None, None, None, None), 0, cols)
     if not cols["t_ns"]:
         raise InputError(f"{p}: holds no events (did the kernel run with tracing on, and was the buffer copied back?)")
+    return parsed
+
+
+def load_timeline(con: duckdb.DuckDBPyConnection, trace: str | Path | ParsedTrace, *,
+                  launch_id: int | None = None) -> TimelineLoad:
+    """Add one trace (a path, or what `read_trace` returned) to the store, in one
+    transaction. `launch_id`: the launch its events belong to (an Nsight Compute launch of
+    the same kernel); None gives the trace a `reports` row of kind 'timeline' with one
+    launch of its own."""
+    t = trace if isinstance(trace, ParsedTrace) else read_trace(trace)
+    cols = dict(t.columns)
     t0 = min(cols["t_ns"])
-    cols["t_ns"] = [t - t0 for t in cols["t_ns"]]
-    with transaction(con, f"timeline {p}"):
+    cols["t_ns"] = [x - t0 for x in cols["t_ns"]]
+    n = len(cols["t_ns"])
+    with transaction(con, f"timeline {t.path}"):
         con.execute(timeline_schema_sql())
         ((tid,),) = con.execute("SELECT coalesce(max(timeline_id), 0) + 1 FROM timelines").fetchall()
         if launch_id is None:
-            launch_id = _own_launch(con, p, raw_digest, len(data), kernel, shape)
+            launch_id = _own_launch(con, t)
         con.execute("INSERT INTO timelines VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [tid, str(p.resolve()), raw_digest, len(data), fmt, kernel, launch_id, max(t0, 0), *shape,
-                     len(cols["t_ns"]), full, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
-        table = pa.table({"timeline_id": pa.array([tid] * len(cols["t_ns"]), pa.int32()),
-                          "launch_id": pa.array([launch_id] * len(cols["t_ns"]), pa.int64()),
+                    [tid, str(t.path.resolve()), t.sha256, t.size_bytes, t.format, t.kernel, launch_id, max(t0, 0),
+                     *t.shape, n, t.full_warps, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
+        table = pa.table({"timeline_id": pa.array([tid] * n, pa.int32()),
+                          "launch_id": pa.array([launch_id] * n, pa.int64()),
                           **{c: cols[c] for c in COLUMNS}})
         con.register("_wsperf_timeline", table)
         try:
             con.execute("INSERT INTO timeline_events BY NAME SELECT * FROM _wsperf_timeline")
         finally:
             con.unregister("_wsperf_timeline")
-    return TimelineLoad(tid, p, fmt, kernel, launch_id, len(cols["t_ns"]), full)
+    return TimelineLoad(tid, t.path, t.format, t.kernel, launch_id, n, t.full_warps)
 
 
-def _own_launch(con: duckdb.DuckDBPyConnection, p: Path, digest: str, size: int, kernel: str | None,
-                shape: tuple) -> int:
+def _own_launch(con: duckdb.DuckDBPyConnection, t: ParsedTrace) -> int:
     """A `reports` row of kind 'timeline' and its one launch, for a trace with no Nsight
     Compute launch; the same file loaded twice reuses them."""
     found = con.execute("SELECT l.launch_id FROM reports r JOIN launches l USING (report_id) WHERE r.sha256 = ?",
-                        [digest]).fetchall()
+                        [t.sha256]).fetchall()
     if found:
         return found[0][0]
     ((report_id, lid),) = con.execute(
@@ -302,24 +322,27 @@ def _own_launch(con: duckdb.DuckDBPyConnection, p: Path, digest: str, size: int,
     con.execute(
         "INSERT INTO reports BY NAME SELECT ? AS report_id, ? AS path, ? AS sha256, ? AS size_bytes, "
         "1 AS num_launches, ? AS loaded_at, 'timeline' AS kind",
-        [report_id, str(p.resolve()), digest, size, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
-    ctas, _, warps, _ = shape
-    function = re.split(r"[<(]", kernel or "", maxsplit=1)[0].strip() or None
+        [report_id, str(t.path.resolve()), t.sha256, t.size_bytes, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
+    ctas, _, warps, _ = t.shape
+    function = re.split(r"[<(]", t.kernel or "", maxsplit=1)[0].strip() or None
     con.execute(
         "INSERT INTO launches (launch_id, report_id, range_idx, action_idx, kernel_demangled, kernel_function, "
         "workload_type, grid_size, block_size, num_metrics) VALUES (?, ?, 0, 0, ?, ?, 'kernel', ?, ?, 0)",
-        [lid, report_id, kernel, function, ctas, warps * 32 if warps else None])
+        [lid, report_id, t.kernel, function, ctas, warps * 32 if warps else None])
     return lid
 
 
 def match_launch(con: duckdb.DuckDBPyConnection, kernel: str | None, report_ids: list[int]) -> int | None:
-    """The Nsight Compute launch (of the given reports) of the trace's kernel: same
-    function name (the part before '<' or '('), the last such launch; None when none."""
+    """The Nsight Compute launch (of the given reports) of the trace's kernel: a launch
+    whose demangled name contains the trace's kernel name (a template instance such as
+    'ring_kernel<4, true, false>') if any, else one of the same function name (the part
+    before '<' or '('); the last such launch. None when none."""
     function = re.split(r"[<(]", kernel or "", maxsplit=1)[0].strip()
     if not function or not report_ids:
         return None
     row = con.execute(
-        "SELECT max(launch_id) FROM launches WHERE report_id IN (SELECT unnest($ids::INTEGER[])) "
-        "AND (kernel_function = $f OR kernel_demangled LIKE $f || '%')",
-        {"ids": report_ids, "f": function}).fetchone()
+        "SELECT launch_id FROM launches WHERE report_id IN (SELECT unnest($ids::INTEGER[])) "
+        "AND (kernel_function = $f OR kernel_demangled LIKE $f || '%' OR kernel_demangled LIKE '% ' || $f || '%') "
+        "ORDER BY contains(coalesce(kernel_demangled, ''), $k) DESC, launch_id DESC LIMIT 1",
+        {"ids": report_ids, "f": function, "k": kernel}).fetchone()
     return row[0] if row else None
