@@ -55,6 +55,8 @@ def collect(
                               "--sample=none --cpuctxsw=none`, exported to SQLite in the bundle (nsys/report.sqlite). "
                               "nsys is tried on a tiny run first; where none works, one Warning line and the step "
                               "is skipped."),
+    timeline: bool = typer.Option(False, "--timeline", help="Also profile ncu's PmSampling_WarpStates section: "
+                                  "warp stall reasons over the launch's time (the pm_samples view)."),
     fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", "-f", help="text, json or markdown."),
 ) -> None:
     """Run a repro under compute-sanitizer first, then ncu, into a bundle directory.
@@ -75,7 +77,7 @@ def collect(
         opts = CollectOptions(out_dir or Path(f"wsperf-bundle-{time.strftime('%Y%m%d-%H%M%S')}"), timeout,
                               tuple(t.strip() for t in tools.split(",") if t.strip()), kernel, launch_count,
                               not no_profile, tuple(str(p) for p in source), tuple(accept_race), allow_unverified,
-                              nsys=nsys)
+                              nsys=nsys, timeline=timeline)
         result = run_collect(command, opts, progress=lambda msg: err.print(render.plain(f"wsperf collect: {msg}")),
                              judge=release_judge(kernel, tuple(accept_race)))
         for w in result.warnings:

@@ -53,6 +53,9 @@ from wsperf.collectors.store import open_store
 # executed opcodes (InstructionStats'). On the H200 this is 5 replay passes for
 # ws_stream healthy against 38 for `--set full` (benchmarks/profile_passes.sh).
 NCU_SECTIONS = ("LaunchStats", "Occupancy", "SourceCounters")
+# `--timeline`: ncu's own time series of warp states (pmsampling:smsp__warps_issue_stalled_*,
+# about 400 samples per metric on the H200 with ncu 2025.3.1), read by the pm_samples view.
+PM_SECTION = "PmSampling_WarpStates"
 # The metric names come from the per-architecture mapping (collectors/metrics.py): on
 # Blackwell (sm_100) also the tcgen05 pipe and tensor memory. NCU_METRICS is Hopper's list,
 # the one the H200 fixtures were collected with (fixtures/collect_compare.sh).
@@ -115,6 +118,7 @@ class Options:
     accept_race: tuple[str, ...] = ()  # release classes whose racecheck findings do not stop (recorded)
     allow_unverified: bool = False  # profile even when the sanitizer's evidence is incomplete
     nsys: bool = False  # also record the timeline with nsys (5. below the profile; a warning when none works)
+    timeline: bool = False  # also profile --section PmSampling_WarpStates (stall reasons over time)
 
 
 # The sanitizer's judgement, given by the caller (the layer that judges: collect runs the
@@ -391,7 +395,7 @@ def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
 def _profile(st: _State, ncu: str) -> Path | None:
     out = st.root / "profile" / "report"
     out.parent.mkdir(exist_ok=True)
-    args = ncu_profile_args(*st.gpu_archs)
+    args = ncu_profile_args(*st.gpu_archs) + (["--section", PM_SECTION] if st.opts.timeline else [])
     argv = [ncu, *args]
     count = st.opts.launch_count or (1 if st.opts.kernel else PROFILE_CAP)
     argv += ["--import-source", "yes", "--clock-control", "none", "-c", str(count)]
