@@ -69,6 +69,15 @@ class Occupancy:
 
 
 @dataclass(frozen=True)
+class PmSample:
+    """One Nsight Compute PM sample of one metric (the pm_samples view)."""
+
+    metric: str
+    t_ns: int
+    value: float | None
+
+
+@dataclass(frozen=True)
 class TimelineSummary:
     """One loaded timeline and what it shows."""
 
@@ -88,6 +97,7 @@ class TimelineSummary:
     instants: tuple[Interval, ...]
     occupancy: tuple[Occupancy, ...]
     bubbles: Finding | None
+    pm_samples: tuple[PmSample, ...] = ()  # the joined Nsight Compute launch's stall reasons over time
 
 
 @dataclass(frozen=True)
@@ -163,8 +173,11 @@ def summarize_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int) -> Time
             FROM steps GROUP BY cta, t ORDER BY cta, t""", {"t": tid}).fetchall())
     verdicts = evaluate(con, [lid])
     bubbles = next((f for f in verdicts[lid].findings if f.id == BUBBLES), None)
+    pm = tuple(PmSample(*r) for r in con.execute(
+        "SELECT metric, t_ns, value FROM pm_samples WHERE launch_id = ? AND metric LIKE '%issue_stalled%' "
+        "ORDER BY metric, t_ns", [lid]).fetchall())
     return TimelineSummary(tid, path, fmt, kernel, lid, bool(from_report), events, ctas, warps, span or 0, full,
-                           roles, intervals, instants, occupancy, bubbles)
+                           roles, intervals, instants, occupancy, bubbles, pm)
 
 
 def export_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int, limit: int = 2_000_000) -> TimelineExport:

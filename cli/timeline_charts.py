@@ -5,7 +5,9 @@ never from the store; written by `cli.charts.write_charts`.
   ('CTA c (SM s) w'), one bar per interval from its begin to its end, colored by event
   (wait, copy, compute, epilogue ...); instants as ticks;
 - `occupancy_chart`: the ring's full stages over time, one line per CTA (a step chart);
-- `timeline_charts`: both, keyed by chart name.
+- `pm_stalls_chart`: with `--report`, Nsight Compute's PM samples of the joined launch:
+  warp stall reasons over the launch's time (stacked areas);
+- `timeline_charts`: all of them, keyed by chart name.
 """
 
 from __future__ import annotations
@@ -71,6 +73,22 @@ def occupancy_chart(s: TimelineSummary) -> alt.TopLevelMixin | None:
     ).properties(width=_WIDTH, height=160, title=title)
 
 
+def pm_stalls_chart(s: TimelineSummary) -> alt.TopLevelMixin | None:
+    """Stall reasons over time from the PM samples; None without them."""
+    if not s.pm_samples:
+        return None
+    data = pd.DataFrame([{"reason": _text(p.metric.split("issue_stalled_")[-1].split(".")[0], 40),
+                          "t_us": p.t_ns / 1e3, "warps": p.value} for p in s.pm_samples])
+    title = alt.TitleParams("Warp stall reasons over time (Nsight Compute PM sampling)", anchor="start",
+                            subtitle=f"launch {s.launch_id}, section PmSampling_WarpStates")
+    return alt.Chart(data).mark_area().encode(
+        x=alt.X("t_us:Q", title="time since the first sample (us)"),
+        y=alt.Y("warps:Q", stack=True, title="stalled warps (per sample)"),
+        color=alt.Color("reason:N", title="stall reason"),
+        tooltip=["reason", alt.Tooltip("t_us:Q", format=".3f"), "warps"],
+    ).properties(width=_WIDTH, height=200, title=title)
+
+
 def timeline_charts(s: TimelineSummary) -> dict[str, alt.TopLevelMixin]:
     """Chart name -> chart for one timeline: `timeline<id>_<role>` per role present, and
     `timeline<id>_occupancy`."""
@@ -82,4 +100,7 @@ def timeline_charts(s: TimelineSummary) -> dict[str, alt.TopLevelMixin]:
     occ = occupancy_chart(s)
     if occ is not None:
         out[f"timeline{s.timeline_id}_occupancy"] = occ
+    pm = pm_stalls_chart(s)
+    if pm is not None:
+        out[f"timeline{s.timeline_id}_pm_stalls"] = pm
     return out

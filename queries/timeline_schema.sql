@@ -71,3 +71,16 @@ FROM timeline_events AS b
 JOIN timeline_events AS e
   ON e.timeline_id = b.timeline_id AND e.cta = b.cta AND e.warp = b.warp AND e.event = b.event
  AND e.seq = b.seq AND b.phase = 'begin' AND e.phase = 'end';
+
+-- Nsight Compute's own time series (`collect --timeline`, ncu --section PmSampling_WarpStates):
+-- each `pmsampling:` metric holds one instance per sample; the instance's correlation id is
+-- the sample's timestamp. One row per sample.
+CREATE OR REPLACE VIEW pm_samples AS
+SELECT
+    launch_id,                -- launches.launch_id
+    name AS metric,           -- e.g. 'pmsampling:smsp__warps_issue_stalled_long_scoreboard.avg'
+    instance AS sample,       -- the sample's index in ncu's order
+    CAST(correlation_id - min(correlation_id) OVER (PARTITION BY launch_id) AS BIGINT) AS t_ns,  -- time of the sample from the launch's first sample (ns: the correlation ids are GPU timestamps)
+    value_double AS value     -- the metric's value over that sample interval (its unit: metrics.unit)
+FROM metrics
+WHERE name LIKE 'pmsampling:%' AND instance IS NOT NULL AND correlation_id IS NOT NULL;
