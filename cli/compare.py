@@ -27,6 +27,7 @@ from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, load_progress
 from wsperf.cli.nsys import compare_exports
 from wsperf.collectors.errors import ExitCode, InputError
+from wsperf.collectors.files import write_output
 from wsperf.collectors.store import open_store
 
 
@@ -136,10 +137,8 @@ def _write(fmt: CompareFormat, result: CompareResult, out_file: Path | None, cha
     if out_file is None:
         sys.stdout.write(text)
         return
-    try:
-        out_file.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{out_file}: cannot write the output ({e.strerror or e}); pick a writable path") from None
+    # A temporary file renamed into place, never through a link (collectors/files.py).
+    write_output(out_file, text, what="the compare output")
 
 
 # ---------------------------------------------------------------------------------------
