@@ -1,0 +1,221 @@
+"""Role timelines: the in-kernel trace header and its file format, the importers, the
+`wsperf timeline` command, and the bubble measurements on real H200 traces whose kernel
+design fixes the answer (fixtures/src/timeline/ring.cu: 132 CTAs, every 6th traced, one
+producer and four consumer warps, 32 tiles; ring1 one stage, ring4 four, epilogue ring4 plus
+a 40000-FMA serial chain per consumer warp). The GPU fixtures live in fixtures/timeline
+(collected by fixtures/collect_timeline.sh); tests that read them are skipped, with the
+reason, until that directory exists."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+
+import pytest
+
+from support import ROOT, assert_one_error_line, wsperf
+from wsperf.analyses.hypotheses import Status, evaluate
+from wsperf.analyses.timeline import summarize_timeline
+from wsperf.cli.timeline_charts import timeline_charts
+from wsperf.collectors import trace_format as tf
+from wsperf.collectors.ncu import load_reports
+from wsperf.collectors.store import open_store
+from wsperf.collectors.timeline import load_timeline, timeline_schema_sql
+
+TIMELINES = ROOT / "fixtures" / "timeline"
+HEADER = ROOT / "collectors" / "include" / "wsperf_trace.cuh"
+needs_gpu_fixtures = pytest.mark.skipif(not TIMELINES.is_dir(), reason="fixtures/timeline not collected yet: run "
+                                        "fixtures/collect_timeline.sh on a GPU and unpack timeline.tar.gz there")
+# The kernel's design (ring.cu): grid = the H200's 132 SMs, every 6th CTA traced.
+CTAS, STRIDE, WARPS, NTILES = 132, 6, 5, 32
+SAMPLED = -(-CTAS // STRIDE)
+PRODUCER_EVENTS = 2 + 4 * NTILES       # kernel begin/end, wait and copy begin/end per tile
+CONSUMER_EVENTS = 2 + 4 * NTILES + 2   # ... wait and compute per tile, epilogue begin/end
+
+
+# ---- the header and the file format (no GPU needed) -----------------------------------
+
+
+def test_trace_include_points_at_the_header():
+    p = wsperf("trace-include")
+    assert p.returncode == 0, p.stderr
+    flag = p.stdout.strip()
+    assert flag.startswith("-I")
+    assert (ROOT / flag[2:] / "wsperf_trace.cuh").resolve() == HEADER.resolve()
+
+
+def test_documented_record_layout_is_the_parsers():
+    """The offset table in the header's comment, the C struct's fields and the Python
+    struct agree (a DSL converter writes what the comment says)."""
+    rows = re.findall(r"^//\s+(\d+)\s+(\d)\s+(\w+)\s", HEADER.read_text(), re.M)
+    fields = [(int(o), int(s), n) for o, s, n in rows]
+    assert [n for *_, n in fields] == ["t_ns", "clk", "sm", "cta", "warp", "role", "phase", "event", "stage", "seq"]
+    assert sum(s for _, s, _ in fields) == tf.RECORD_BYTES == 32
+    sizes = {"Q": 8, "I": 4, "H": 2, "B": 1}
+    offset = 0
+    for (off, size, _), code in zip(fields, tf.RECORD.format.lstrip("<")):
+        assert (off, size) == (offset, sizes[code])
+        offset += size
+
+
+def test_dump_tensor_refuses_a_buffer_of_another_shape(tmp_path):
+    with pytest.raises(ValueError, match="needs"):
+        tf.dump_tensor(b"\0" * 64, tmp_path / "x.wsperf-trace", "k", ctas=1, warps_per_cta=1, slots_per_warp=3)
+
+
+@pytest.mark.parametrize("name, content, needle", [
+    ("empty.wsperf-trace", b"", "empty"),
+    ("noheader.wsperf-trace", b"\0" * 64, "not a wsperf trace"),
+    ("short.wsperf-trace", tf.header_line("k", 2, 1, 1, 4) + b"\1" * 40, "truncated"),
+    ("future.wsperf-trace", b'{"format":"wsperf-trace","version":9,"record_bytes":64}\n', "version"),
+    ("bad.json", b"{not json", "not JSON"),
+    ("list.json", b'{"traceEvents": 3}', "traceEvents"),
+    ("empty.json", b'{"traceEvents": []}', "no events"),
+])
+def test_bad_traces_get_one_error_line(tmp_path, name, content, needle):
+    f = tmp_path / name
+    f.write_bytes(content)
+    assert_one_error_line(wsperf("timeline", f), 2, needle)
+
+
+# ---- real traces from the H200 ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def traces():
+    """name -> (store, summary) for the three ring traces, each in a store of its own."""
+    out = {}
+    for name in ("ring1", "ring4", "epilogue"):
+        con = open_store(None)
+        t = load_timeline(con, TIMELINES / f"{name}.wsperf-trace")
+        out[name] = (con, summarize_timeline(con, t.timeline_id))
+    return out
+
+
+def _bubbles(traces, name) -> dict:
+    s = traces[name][1]
+    assert s.bubbles is not None
+    return {"status": s.bubbles.status, **s.bubbles.evidence}
+
+
+@needs_gpu_fixtures
+@pytest.mark.parametrize("name, stages", [("ring1", 1), ("ring4", 4), ("epilogue", 4)])
+def test_records_follow_the_kernel_design(traces, name, stages):
+    con, s = traces[name]
+    assert (s.ctas, s.warps, s.full_warps) == (SAMPLED, SAMPLED * WARPS, 0)
+    per_warp = con.execute("SELECT role, count(*) AS n FROM timeline_events GROUP BY cta, warp, role").fetchall()
+    assert {(r, n) for r, n in per_warp} == {("producer", PRODUCER_EVENTS), ("consumer", CONSUMER_EVENTS)}
+    # every traced CTA is a multiple of the stride, on an SM of its own; every begin has its end
+    ctas = con.execute("SELECT cta, count(DISTINCT sm) FROM timeline_events GROUP BY cta").fetchall()
+    assert all(c % STRIDE == 0 and n == 1 for c, n in ctas)
+    begins, = con.execute("SELECT count(*) FROM timeline_events WHERE phase = 'begin'").fetchone()
+    intervals, = con.execute("SELECT count(*) FROM timeline_intervals WHERE dur_ns >= 0").fetchone()
+    assert intervals == begins
+    assert con.execute("SELECT count(DISTINCT stage) FROM timeline_intervals WHERE event = 'compute'").fetchone()[0] \
+        == stages
+
+
+@needs_gpu_fixtures
+def test_bubbles_measure_the_designs(traces):
+    r1, r4, ep = (_bubbles(traces, n) for n in ("ring1", "ring4", "epilogue"))
+    assert (r1["status"], r4["status"], ep["status"]) == (Status.confirmed, Status.rejected, Status.confirmed)
+    # one stage: the consumers idle while each tile is copied; four: the copies run ahead
+    assert r1["steady_idle_share"] > 3 * r4["steady_idle_share"]
+    assert r1["overlap"] < 0.25 < 0.6 < r4["overlap"]
+    # the serial chain is the epilogue bubble; the plain ring's epilogue is one store
+    assert ep["bubble"] == "epilogue" and ep["epilogue_share"] > 0.3 > 0.1 > r4["epilogue_share"]
+    assert max(r1["prologue_share"], r4["prologue_share"], ep["prologue_share"]) < 0.25
+
+
+@needs_gpu_fixtures
+def test_epilogue_interval_is_the_serial_chain(traces):
+    med = {n: traces[n][0].execute("SELECT median(dur_ns) FROM timeline_intervals WHERE event = 'epilogue'")
+           .fetchone()[0] for n in ("ring4", "epilogue")}
+    # 40000 dependent FMAs at >= 4 cycles each, under 2 GHz: at least 80 us
+    assert med["epilogue"] >= 80_000 and med["epilogue"] > 20 * med["ring4"]
+
+
+@needs_gpu_fixtures
+@pytest.mark.parametrize("name, stages", [("ring1", 1), ("ring4", 4)])
+def test_charts_show_what_sql_says(traces, name, stages):
+    con, s = traces[name]
+    charts = timeline_charts(s)
+    lanes = sorted(c for (c,) in con.execute("SELECT DISTINCT cta FROM timeline_events ORDER BY cta LIMIT 4").fetchall())
+    for role in ("producer", "consumer"):
+        spec = charts[f"timeline{s.timeline_id}_{role}"].to_dict()
+        rows = next(iter(spec["datasets"].values()))
+        n, = con.execute("SELECT count(*) FROM timeline_intervals WHERE role = ? AND event <> 'kernel' "
+                         "AND cta IN (SELECT unnest(?::INTEGER[]))", [role, lanes]).fetchone()
+        assert len(rows) == n
+    occ = next(iter(charts[f"timeline{s.timeline_id}_occupancy"].to_dict()["datasets"].values()))
+    peak = max(r["full_stages"] for r in occ)
+    assert min(r["full_stages"] for r in occ) >= 0 and peak <= stages
+    assert peak == 1 if stages == 1 else peak >= 2
+
+
+@needs_gpu_fixtures
+def test_perfetto_export_reads_back_the_same(tmp_path):
+    out = tmp_path / "ring1.perfetto.json"
+    first = wsperf("timeline", TIMELINES / "ring1.wsperf-trace", "--perfetto", out, "-f", "json")
+    assert first.returncode == 0, first.stderr
+    again = wsperf("timeline", out, "-f", "json")
+    assert again.returncode == 0, again.stderr
+    a, b = (json.loads(p.stdout)["timelines"][0] for p in (first, again))
+    assert b["format"] == "chrome-trace" and (a["ctas"], a["warps"]) == (b["ctas"], b["warps"])
+    for k in ("prologue_share", "steady_idle_share", "epilogue_share", "overlap", "stages", "copy_intervals"):
+        assert a["pipeline_bubbles"]["evidence"][k] == pytest.approx(b["pipeline_bubbles"]["evidence"][k], abs=1e-3), k
+    assert [(r["role"], r["event"], r["intervals"]) for r in a["roles"]] == \
+        [(r["role"], r["event"], r["intervals"]) for r in b["roles"]]
+
+
+@needs_gpu_fixtures
+def test_overhead_of_one_event_per_stage_per_role():
+    """Instrumented against plain (-DWSPERF_TRACE_DISABLE), every CTA recording: the
+    median of 200 launches per round, two rounds each (bench.jsonl)."""
+    rows = [json.loads(l) for l in (TIMELINES / "bench.jsonl").read_text().splitlines() if l.strip()]
+    med = {(r["bench"], r["build"]): statistics.median(x["median_us"] for x in rows
+                                                        if (x["bench"], x["build"]) == (r["bench"], r["build"]))
+           for r in rows}
+    ratio = med[("ring4_instant", "traced")] / med[("ring4_instant", "plain")]
+    assert ratio <= 1.03, med
+    # the plain builds of the detailed and instant configs are the same code
+    assert med[("ring4", "plain")] == pytest.approx(med[("ring4_instant", "plain")], rel=0.03)
+
+
+@needs_gpu_fixtures
+def test_tensor_buffer_from_pytorch_is_the_same_trace():
+    con = open_store(None)
+    t = load_timeline(con, TIMELINES / "ring4_torch.wsperf-trace")
+    s = summarize_timeline(con, t.timeline_id)
+    assert (s.kernel, s.ctas, s.warps, s.full_warps) == ("ring_kernel<4, true, false>", SAMPLED, SAMPLED * WARPS, 0)
+    assert s.bubbles.status is Status.rejected
+
+
+@needs_gpu_fixtures
+def test_proton_trace_imports():
+    f = TIMELINES / "proton_staged.chrome_trace"
+    if not f.exists():
+        pytest.skip("the GPU run wrote no Proton trace (see its timeline.log)")
+    con = open_store(None)
+    t = load_timeline(con, f)
+    events = dict(con.execute("SELECT event, count(*) FROM timeline_events GROUP BY event").fetchall())
+    assert t.events > 0 and {"copy", "compute"} <= set(events), events
+    n, = con.execute("SELECT count(*) FROM timeline_intervals WHERE dur_ns < 0").fetchone()
+    assert n == 0
+
+
+@needs_gpu_fixtures
+def test_report_joins_the_launch_of_the_same_kernel():
+    p = wsperf("timeline", TIMELINES / "ring1.wsperf-trace", "--report", TIMELINES / "ring_pm.ncu-rep", "-f", "json")
+    assert p.returncode == 0, p.stderr
+    (t,) = json.loads(p.stdout)["timelines"]
+    assert t["from_report"] and t["pipeline_bubbles"]["status"] == "confirmed"
+    con = open_store(None)
+    load_reports(con, [TIMELINES / "ring_pm.ncu-rep"])
+    con.execute(timeline_schema_sql())
+    metrics = con.execute("SELECT metric, count(*) FROM pm_samples GROUP BY metric").fetchall()
+    stalls = [(m, n) for m, n in metrics if "issue_stalled" in m]
+    assert stalls and all(n > 10 for _, n in stalls), metrics
+    (lid,) = con.execute("SELECT max(launch_id) FROM launches").fetchone()
+    assert evaluate(con, [lid])[lid].findings  # every hypothesis answers with the timeline tables present
