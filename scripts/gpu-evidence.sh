@@ -46,6 +46,7 @@ run release_unsynced 3 --kernel ws_stream --timeout 60 --accept-race warp-synced
     -- "$build/release_unsynced" healthy
 run triton 0 --timeout 120 -- python3 fixtures/src/triton_matmul.py
 run torch_vendor 0 --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
+run torch_vendor4096 0 --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py --n 4096
 run torch_filter 0 --kernel scale_rows --tools initcheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
 wait
 

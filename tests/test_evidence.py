@@ -227,3 +227,15 @@ def test_report_md_for_a_slow_kernel_proposes_the_experiment_compare_can_check(t
     assert "actual: confirmed: serialized-roles" in text
     assert "serialized-roles: Deepen the ring from 1 stage to 4" in text and "wsperf compare BEFORE AFTER" in text
     assert "grid " in text.split("## Launch shapes")[1].split("##")[0]
+
+
+def test_wgmma_consumers_release_after_waiting_for_their_async_reads():
+    # fixtures/src/gemm.cu, TMA build: the consumer warpgroups wait wgmma.wait_group before
+    # they arrive on the empty barrier; the cp.async build and the ws_stream rings do not
+    # read through the async proxy (test_a_racecheck_report_names_the_release_of_its_stage).
+    gs, problems = sheets([("ptx", ROOT / "fixtures" / "ptx" / "gemm.ptx")])
+    assert not problems
+    tma = [r for r in releases(gs) if r.kernel.startswith("_Z7gemm_wsILb1E")]
+    assert tma and {r.release for r in tma} == {Release.ASYNC_PROXY}
+    assert all(r.role.startswith("consumer") for r in tma)
+    assert not [r for r in releases(gs) if r.release is Release.ASYNC_PROXY and not r.kernel.startswith("_Z7gemm_wsILb1E")]
