@@ -10,7 +10,8 @@ args.warp, 'warp N' in the thread name, else tid; the SM from args.sm or 'Core N
 The role is args.role, else a role word (producer, consumer, epilogue) in the track or
 event name, else 'other'. An event name that contains wait, copy/load/tma, compute/mma,
 epilogue/store or kernel maps to that event (the name is kept in `label`); others stay as
-named. Proton writes cycles as if the clock ran at 1 GHz: its times are cycles, not ns.
+named. Proton (pid '<kernel> Core<sm> CTA<cta>', tid 'warp <w> (line <n>)', cat the kernel)
+writes cycles as if the clock ran at 1 GHz: its times are cycles, not ns.
 """
 
 from __future__ import annotations
@@ -225,8 +226,11 @@ def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, 
         return seq
 
     for e in events:
-        if not isinstance(e, dict) or "ts" not in e:
+        # Proton also writes call-path bars and cross-warp flow endpoints: not warp intervals.
+        if not isinstance(e, dict) or "ts" not in e or e.get("cat") in ("call_path", "flow"):
             continue
+        if kernel is None and _num(e.get("pid"), "cta") is not None and isinstance(e.get("cat"), str):
+            kernel = e["cat"]  # Proton: pid '<kernel> Core<sm> CTA<cta>', cat the kernel's name
         try:
             ts = float(e["ts"])
             ph = e.get("ph")
