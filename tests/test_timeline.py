@@ -59,6 +59,19 @@ def test_documented_record_layout_is_the_parsers():
         offset += size
 
 
+def test_every_timeline_column_is_documented_with_a_comment():
+    con = open_store(None)
+    sql = timeline_schema_sql()
+    con.execute(sql)
+    columns = con.execute("SELECT table_name, column_name FROM duckdb_columns() "
+                          "WHERE table_name IN ('timelines', 'timeline_events')").fetchall()
+    assert len(columns) == 15 + 13
+    undocumented = [(t, c) for t, c in columns if not re.search(rf"^\s+{c} [A-Z]+[^\n]*--", sql, re.M)]
+    assert undocumented == []
+    # the views' derived columns say their unit
+    assert all(re.search(rf"AS {c},?\s+--", sql) for c in ("start_ns", "end_ns", "dur_ns", "t_ns", "value"))
+
+
 def test_dump_tensor_refuses_a_buffer_of_another_shape(tmp_path):
     with pytest.raises(ValueError, match="needs"):
         tf.dump_tensor(b"\0" * 64, tmp_path / "x.wsperf-trace", "k", ctas=1, warps_per_cta=1, slots_per_warp=3)
