@@ -510,7 +510,7 @@ def deadlock_markdown(rep: Any) -> str:
         out += [f"*note:* {md(rep.note)}", ""]
     if rep.groups:
         out += ["| role | waits on | instruction | offset | source | warps |", "| --- | --- | --- | --- | --- | --- |"]
-        out += [f"| {g.role + ' (assumption)' if g.role else 'unknown'} | {g.wait.value} | {md(g.instruction)} | "
+        out += [f"| {g.role + ' (' + g.role_basis.value + ')' if g.role else 'unknown'} | {g.wait.value} | {md(g.instruction)} | "
                 f"{g.offset:#x} | {md(g.source or '?')} | {md(_warps(g.warps))} |" for g in rep.groups]
         out.append("")
     out += ["| item | basis | says |", "| --- | --- | --- |"]
