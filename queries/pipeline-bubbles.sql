@@ -17,7 +17,7 @@ threshold:
   min_epilogue_share: 0.25     # a quarter of the CTA after the last tile
 measured: |
   H200 fixtures (fixtures/timeline, fixtures/src/timeline/ring.cu; 132 CTAs, every 6th traced, 32 tiles of 8 KB,
-  256 FMAs per value per tile); measured figures: `wsperf timeline fixtures/timeline/*.wsperf-trace -f json`.
+  256 FMAs per value per tile); measured figures: `wsperf timeline TRACE -f json` on each trace in fixtures/timeline.
   By design: ring1 (1 stage) copy and compute take turns, steady idle = copy / (copy + compute), about 0.3;
   ring4 (4 stages) the producer runs ahead, steady idle near 0 and overlap near 1;
   epilogue (ring4 + a 40000-FMA serial chain per consumer warp) epilogue share above 0.4.
