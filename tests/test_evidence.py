@@ -239,3 +239,19 @@ def test_wgmma_consumers_release_after_waiting_for_their_async_reads():
     assert tma and {r.release for r in tma} == {Release.ASYNC_PROXY}
     assert all(r.role.startswith("consumer") for r in tma)
     assert not [r for r in releases(gs) if r.release is Release.ASYNC_PROXY and not r.kernel.startswith("_Z7gemm_wsILb1E")]
+
+
+def test_races_inside_cublas_and_cudnn_are_listed_not_blamed_on_the_user():
+    # torch_mix.py --n 4096 on the H200: racecheck reports cuBLAS's nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT
+    # (the kernel a plain bf16 torch.matmul runs) and cuDNN's flash SDPA kernel; the user's scale_rows is clean.
+    code, doc = _analyze("torch_vendor4096")
+    assert code == 0 and doc["outcome"] == "clean"
+    cublas, cudnn = doc["caveats"]
+    assert "inside cuBLAS's kernel nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT" in cublas and "hazards" in cublas
+    assert "inside cuDNN's kernel cudnn_generated_fort_native_sdpa_sm90_flash_fprop" in cudnn
+    con = open_store(None)
+    ev = gather(con, [EVIDENCE / "torch_vendor4096"])
+    rep = correctness_report(ev.sanitizer, None)
+    assert not rep.broken and {v.library for v in rep.vendor} == {"cuBLAS", "cuDNN"}
+    # naming the library kernel with --kernel makes it the subject: judged, a stop
+    assert correctness_report(ev.sanitizer, "nvjet").broken
