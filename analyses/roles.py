@@ -27,6 +27,7 @@ retry stubs the compiler moves out of line. The result is written to DuckDB tabl
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import duckdb
@@ -175,7 +176,23 @@ def loop_pcs(instrs: list[Instr]) -> set[int]:
             t = _target(ins)
             if t is not None and t <= ins.pc:
                 spans.append((t, ins.pc))
-    return {i.pc for i in instrs if any(a <= i.pc <= b for a, b in spans)}
+    # The union of the spans as disjoint sorted intervals, then one bisect per PC: a
+    # kernel has ~100 backward branches and ~2,000 PCs (testing every span per PC cost
+    # ~0.1 s of each analyze).
+    starts: list[int] = []
+    ends: list[int] = []
+    for a, b in sorted(spans):
+        if ends and a <= ends[-1]:
+            ends[-1] = max(ends[-1], b)
+        else:
+            starts.append(a)
+            ends.append(b)
+    inside = set()
+    for i in instrs:
+        k = bisect_right(starts, i.pc) - 1
+        if k >= 0 and i.pc <= ends[k]:
+            inside.add(i.pc)
+    return inside
 
 
 def build_roles(con: duckdb.DuckDBPyConnection, launch_ids: list[int] | None = None) -> None:

@@ -117,7 +117,7 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
             if progress is not None:
                 progress(launches, launches, f"{p.name}: already loaded")
             return LoadResult(report_id, p, digest, launches, True, {t: 0 for t in TABLES})
-        cached = sass_cache.entry(digest)
+        cached = sass_cache.entry(digest, _reader_version())
         n = _reader_count(size)
         if cached is not None:
             n = max(1, n - 1)  # the second reader of a small report is there for the disassembly
@@ -144,7 +144,7 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
                 for stage in STAGES:
                     con.execute(f"DROP VIEW IF EXISTS _wsperf_{stage}")
     if disassembly:
-        sass_cache.write(digest, disassembly)
+        sass_cache.write(digest, _reader_version(), disassembly)
     return LoadResult(report_id, p, digest, report["num_launches"], False, rows)
 
 

@@ -7,6 +7,7 @@ analyze, change a threshold or a --kernel filter, analyze again) then reads its 
 from here and never starts the disassembler. Source lines, metrics and rules are still
 read from the report itself.
 
+An entry is named by the report's digest and the ncu_report version that disassembled it.
 Where: $WSPERF_CACHE_DIR, else $XDG_CACHE_HOME/wsperf/sass, else ~/.cache/wsperf/sass
 (WSPERF_CACHE_DIR set to an empty string turns the cache off). Bounded: beyond
 MAX_ENTRIES files or MAX_BYTES in all, the least recently used entries are removed.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -45,13 +47,18 @@ def cache_dir() -> Path | None:
     return Path(base) / "wsperf" / "sass"
 
 
-def entry(digest: str) -> Path | None:
-    """The entry of the report with SHA-256 `digest` when there is one (it may still be
-    damaged: `read` checks it)."""
+def _name(digest: str, reader: str | None) -> str:
+    # The disassembly is ncu_report's: another version of it may disassemble otherwise.
+    return f"{digest}.{re.sub(r'[^0-9A-Za-z.+-]', '_', reader or 'unknown')}.json"
+
+
+def entry(digest: str, reader: str | None) -> Path | None:
+    """The entry of the report with SHA-256 `digest` as ncu_report version `reader`
+    disassembled it, when there is one (it may still be damaged: `read` checks it)."""
     d = cache_dir()
     if d is None:
         return None
-    p = d / f"{digest}.json"
+    p = d / _name(digest, reader)
     try:
         if not p.is_file() or p.stat().st_size > MAX_ENTRY_BYTES:
             return None
@@ -75,8 +82,9 @@ def read(path: str | os.PathLike[str], digest: str) -> Disassembly | None:
         return None
 
 
-def write(digest: str, disassembly: Disassembly) -> None:
-    """Store the disassembly of report `digest` (by rename), then keep the cache bounded."""
+def write(digest: str, reader: str | None, disassembly: Disassembly) -> None:
+    """Store the disassembly of report `digest` by ncu_report version `reader` (by
+    rename), then keep the cache bounded."""
     d = cache_dir()
     if d is None:
         return
@@ -90,7 +98,7 @@ def write(digest: str, disassembly: Disassembly) -> None:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            os.replace(tmp, d / f"{digest}.json")
+            os.replace(tmp, d / _name(digest, reader))
         except BaseException:
             os.unlink(tmp)
             raise

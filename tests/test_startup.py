@@ -15,11 +15,13 @@ import pytest
 from support import REPORTS, wsperf
 from wsperf.cli import main
 from wsperf.collectors import sass_cache
-from wsperf.collectors.ncu import load_report
+from wsperf.collectors.ncu import _reader_version, load_report
 from wsperf.collectors.store import open_store
 
 REPORT = REPORTS / "ws_stream_healthy.ncu-rep"  # one launch, with SASS and PC samples
 DIGEST = hashlib.sha256(REPORT.read_bytes()).hexdigest()
+VERSION = _reader_version()  # the ncu_report version: part of an entry's name
+NAME = sass_cache._name(DIGEST, VERSION)
 
 
 @pytest.mark.parametrize("name", sorted(main._COMMANDS))
@@ -65,19 +67,19 @@ def _sass(monkeypatch, cache) -> dict[int, str]:
 
 def test_a_report_read_again_takes_its_disassembly_from_the_cache(tmp_path, monkeypatch):
     first = _sass(monkeypatch, tmp_path)
-    entry = tmp_path / f"{DIGEST}.json"
+    entry = tmp_path / NAME
     assert entry.is_file() and sass_cache.read(entry, DIGEST) == {0: {pc: t or "" for pc, t in first.items()}}
     assert _sass(monkeypatch, tmp_path) == first
     # Proof that the second read used the entry: a whole entry with one text changed shows up.
     pc = min(first)
-    sass_cache.write(DIGEST, {0: {**{k: v or "" for k, v in first.items()}, pc: "MARKED ;"}})
+    sass_cache.write(DIGEST, VERSION, {0: {**{k: v or "" for k, v in first.items()}, pc: "MARKED ;"}})
     assert _sass(monkeypatch, tmp_path)[pc] == "MARKED ;"
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "other report", "not json", "wrong shape", "empty"])
 def test_a_damaged_cache_entry_is_ignored_and_rebuilt(tmp_path, monkeypatch, damage):
     truth = _sass(monkeypatch, tmp_path / "clean")
-    entry = tmp_path / f"{DIGEST}.json"
+    entry = tmp_path / NAME
     good = (tmp_path / "clean" / entry.name).read_bytes()
     doc = json.loads(good)
     bad = {
@@ -98,14 +100,15 @@ def test_the_cache_stays_bounded(tmp_path, monkeypatch):
     monkeypatch.setenv("WSPERF_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(sass_cache, "MAX_ENTRIES", 3)
     for k in range(5):
-        sass_cache.write(f"{k:064x}", {0: {k: "NOP ;"}})
+        sass_cache.write(f"{k:064x}", VERSION, {0: {k: "NOP ;"}})
     assert len(list(tmp_path.glob("*.json"))) == 3
-    assert sass_cache.read(tmp_path / f"{4:064x}.json", f"{4:064x}") == {0: {4: "NOP ;"}}
+    assert sass_cache.read(sass_cache.entry(f"{4:064x}", VERSION), f"{4:064x}") == {0: {4: "NOP ;"}}
+    assert sass_cache.entry(f"{4:064x}", "another version") is None
 
 
 def test_an_empty_cache_setting_turns_the_cache_off(tmp_path, monkeypatch):
     monkeypatch.setenv("WSPERF_CACHE_DIR", "")
     monkeypatch.chdir(tmp_path)
-    assert sass_cache.cache_dir() is None and sass_cache.entry(DIGEST) is None
-    sass_cache.write(DIGEST, {0: {1: "NOP ;"}})
+    assert sass_cache.cache_dir() is None and sass_cache.entry(DIGEST, VERSION) is None
+    sass_cache.write(DIGEST, VERSION, {0: {1: "NOP ;"}})
     assert not list(tmp_path.iterdir())
