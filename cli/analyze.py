@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wsperf.analyses.analyze import analyze as run_analysis
 from wsperf.analyses.config import load_config
@@ -127,7 +128,15 @@ def _write_charts(results, out_dir: Path) -> tuple[dict, list[Path]]:
     if not charts:
         raise InputError("nothing to chart: the launches hold no PC samples, instruction counts or throughput "
                          "metrics (collect with `ncu --set full --import-source yes`)")
-    files = write_charts(charts, out_dir)
+    # A transient bar on stderr (a terminal only): each chart's PNG and SVG take a while.
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("charts", total=len(charts))
+
+        def tick(done: int, total: int, name: str) -> None:
+            bar.update(task, completed=done, total=total, description=render.plain(f"wrote chart {name}"))
+
+        files = write_charts(charts, out_dir, progress=tick)
     err.print(render.plain(f"wsperf: wrote {len(charts)} charts ({len(files)} files) to {out_dir}"))
     return charts, files
 

@@ -18,7 +18,7 @@ import json
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
 import altair as alt
@@ -352,17 +352,20 @@ def check_out_dir(out_dir: Path) -> Path:
     return out_dir
 
 
-def write_charts(charts: dict[str, alt.TopLevelMixin], out_dir: Path) -> list[Path]:
+def write_charts(charts: dict[str, alt.TopLevelMixin], out_dir: Path,
+                 progress: Callable[[int, int, str], None] | None = None) -> list[Path]:
     """Write each chart as `<name>.vl.json` (the Vega-Lite spec, data inline),
     `<name>.html` (standalone, works offline), `<name>.png` (2x) and `<name>.svg` into
-    `out_dir` (created). Returns the paths written, in that order per chart."""
+    `out_dir` (created). Returns the paths written, in that order per chart.
+    `progress(done, total, name)` is called after each chart (PNG and SVG take ~0.1 s
+    each: a report of many launches takes a while)."""
     out_dir = check_out_dir(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"{out_dir}: cannot create the chart directory ({e.strerror}); give a writable path") from None
     written: list[Path] = []
-    for name, chart in charts.items():
+    for done, (name, chart) in enumerate(charts.items(), 1):
         _check_name(name)
         spec = chart.to_dict()
         files = {
@@ -375,6 +378,8 @@ def write_charts(charts: dict[str, alt.TopLevelMixin], out_dir: Path) -> list[Pa
             # A temporary file renamed into place: a link planted at the name is replaced, not followed.
             written.append(write_output(out_dir / fname, content, what="the chart (give a writable --charts/--out "
                                         "directory)"))
+        if progress is not None:
+            progress(done, len(charts), name)
     return written
 
 
