@@ -4,6 +4,7 @@ user does (a real process, so exit codes and stderr are what a user sees)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import shutil
 import subprocess
@@ -21,8 +22,15 @@ def wsperf_exe() -> str:
     return shutil.which("wsperf", path=str(Path(sys.executable).parent)) or shutil.which("wsperf") or "wsperf"
 
 
-def wsperf(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([wsperf_exe(), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
+# pytest's children see COLUMNS=80 / LINES=24; wsperf's piped output honours COLUMNS, so the
+# tests run it as a pipe in a CI log would, without them (test_cli checks COLUMNS itself).
+_ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+
+def wsperf(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+           ) -> subprocess.CompletedProcess:
+    return subprocess.run([wsperf_exe(), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600,
+                          env={**_ENV, **(env or {})})
 
 
 def kernels(*reports: Path, extra: tuple[str, ...] = ()) -> list[dict]:

@@ -194,3 +194,10 @@ def test_version_and_a_help_list_of_whole_sentences():
     summary = lines[start:end]
     assert "(exit 3)" not in " ".join(summary)  # the first sentence only
     assert all(len(line) > 50 for line in summary[:-1]), summary
+
+
+def test_piped_output_keeps_the_width_columns_asks_for():
+    wide = wsperf("analyze", REPORTS / "ws_stream_healthy.ncu-rep")
+    narrow = wsperf("analyze", REPORTS / "ws_stream_healthy.ncu-rep", env={"COLUMNS": "100"})
+    assert wide.returncode == narrow.returncode == 0
+    assert max(map(len, narrow.stdout.splitlines())) <= 100 < max(map(len, wide.stdout.splitlines()))

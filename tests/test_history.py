@@ -175,7 +175,7 @@ def test_history_text_markdown_and_csv(runs):
 
 def test_history_errors_are_one_line(runs, tmp_path):
     db = runs[0]
-    assert_one_error_line(wsperf("history", "--db", db, "--kernel", "ws_stream("), 2, "not a valid regular expression")
+    assert_one_error_line(wsperf("history", "--db", db, "--kernel", "ws_stream("), 2, "not a regular expression")
     assert_one_error_line(wsperf("history", "--db", db, "--metric", "sm__cycles_activ"), 2,
                           "no launch of the selected runs has metric", "sm__cycles_active.avg")
     assert_one_error_line(wsperf("history", "--db", tmp_path / "absent.duckdb"), 2, "no such store")
