@@ -24,13 +24,13 @@ def wsperf_exe() -> str:
 
 # pytest's children see COLUMNS=80 / LINES=24; wsperf's piped output honours COLUMNS, so the
 # tests run it as a pipe in a CI log would, without them (test_cli checks COLUMNS itself).
-_ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
 
 
 def wsperf(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
            ) -> subprocess.CompletedProcess:
     return subprocess.run([wsperf_exe(), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600,
-                          env={**_ENV, **(env or {})})
+                          env={**ENV, **(env or {})})
 
 
 def kernels(*reports: Path, extra: tuple[str, ...] = ()) -> list[dict]:

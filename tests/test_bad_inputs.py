@@ -33,7 +33,7 @@ import pytest
 
 import corpus
 from bundles import deadlock_bundle, sanitizer_bundle
-from support import ROOT, time_limit, wsperf_exe
+from support import ENV, REPORTS, ROOT, time_limit, wsperf_exe
 from wsperf.analyses.config import load_config
 from wsperf.analyses.evidence import gather
 from wsperf.analyses.worksheet import worksheet
@@ -59,7 +59,7 @@ def limit():
 def cli(kind: str, *args: str | Path, codes: tuple[int, ...] = (2,)) -> subprocess.CompletedProcess:
     """Run wsperf as a user does; the exit code must be one of `codes`, stderr must hold
     no traceback, and an exit 2 exactly one `Error:` line."""
-    p = subprocess.run([wsperf_exe(), *map(str, args)], capture_output=True, timeout=CLI_LIMIT_S)
+    p = subprocess.run([wsperf_exe(), *map(str, args)], capture_output=True, timeout=CLI_LIMIT_S, env=ENV)
     err = p.stderr.decode("utf-8", "replace")
     TRIED[(kind, "CLI")] += 1
     assert "Traceback" not in err, (args, err[-3000:])
@@ -151,7 +151,8 @@ def test_a_report_of_many_launches_built_from_real_data(tmp_path):
 def test_a_file_name_that_is_not_utf8_loads(tmp_path):
     path = tmp_path / os.fsdecode(b"r\xff\x1b[31m.ncu-rep")
     shutil.copyfile(corpus.BASIC, path)
-    p = cli("ncu report", "analyze", path, codes=(0,))
+    # with a second report, each launch's summary names the report it came from
+    p = cli("ncu report", "analyze", path, REPORTS / "ws_stream_healthy.ncu-rep", codes=(0,))
     out = p.stdout.decode()
     assert "\x1b" not in out and "r\\xff[31m.ncu-rep" in out
 
@@ -345,7 +346,8 @@ def test_links_out_of_a_bundle_are_refused(tmp_path):
 def test_damaged_files_inside_a_bundle(tmp_path):
     root = sanitizer_bundle(tmp_path / "x", "oob_write")
     (root / "sanitizer" / "memcheck.xml").write_bytes(corpus.XML.read_bytes()[:900])
-    assert "not complete XML" in cli("bundle manifest", "analyze", root).stderr.decode()
+    # damaged sanitizer evidence: correctness unverified (exit 5), saying why
+    assert "not complete XML" in cli("bundle manifest", "analyze", root, codes=(5,)).stdout.decode()
     root = sanitizer_bundle(tmp_path / "r", "clean", report="gemm_wgmma_tma_basic")
     (root / "profile" / "report.ncu-rep").write_bytes(corpus.BASIC.read_bytes()[:4096])
     assert "truncated" in cli("bundle manifest", "analyze", root).stderr.decode()

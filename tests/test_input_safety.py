@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 import corpus
-from support import wsperf_exe
+from support import ENV, wsperf_exe
 from wsperf.analyses.analyze import analyze
 from wsperf.analyses.config import load_config
 from wsperf.analyses.sql import query_store, run_sql
@@ -73,7 +73,7 @@ def limit():
 def cli(*args: str | Path, code: int = 2, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
     """wsperf as a user runs it: exit `code`, no traceback, and for an error one `Error:` line."""
     p = subprocess.run([wsperf_exe(), *map(str, args)], capture_output=True, timeout=CLI_LIMIT_S,
-                       env={**os.environ, **(env or {})}, **kw)
+                       env={**ENV, **(env or {})}, **kw)
     err = p.stderr.decode("utf-8", "replace")
     assert "Traceback" not in err, (args, err[-3000:])
     assert p.returncode == code, (args, p.returncode, err[-2000:])
