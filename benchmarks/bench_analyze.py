@@ -9,13 +9,10 @@ busy with other work weighs on both alike (median of N, default 5):
   bare     python -c: import ncu_report, load the report, read every value of every
            metric of every action, aggregate and instances (the typed accessors)
   analyze  the `wsperf` console script: analyze REPORT (text output to /dev/null):
-           interpreter start, imports, reader processes, DuckDB store, roles, hypotheses;
-           the report was analyzed before, so its disassembly comes from the cache
-           (collectors/sass_cache.py; a cache directory private to this benchmark)
-  cold     the same with an empty disassembly cache: a report never analyzed before
+           interpreter start, imports, reader processes, DuckDB store, roles, hypotheses
   help     `wsperf --help`
 
-and prints the medians and the ratios analyze / bare and cold / bare. Targets: analyze
+and prints the medians and the ratio analyze / bare. Targets: analyze
 <= 1.0 s wall and <= 4x bare (2-core CPU machine). With --profile, one analyze in this process under
 cProfile (the top 25 by cumulative time) and the slowest imports (-X importtime) follow.
 """
@@ -23,12 +20,10 @@ cProfile (the top 25 by cumulative time) and the slowest imports (-X importtime)
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -62,14 +57,9 @@ print(n)
 """
 
 
-def wall(cmd: list[str], cache: Path | None = None, cold: bool = False) -> float:
-    env = dict(os.environ)
-    if cache is not None:
-        if cold:
-            shutil.rmtree(cache, ignore_errors=True)
-        env["WSPERF_CACHE_DIR"] = str(cache)
+def wall(cmd: list[str]) -> float:
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t
 
 
@@ -80,29 +70,22 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     exe = shutil.which("wsperf", path=str(Path(sys.executable).parent)) or "wsperf"
-    scratch = Path(tempfile.mkdtemp(prefix="wsperf-bench-"))
-    warm, cold = scratch / "warm", scratch / "cold"
-    runs = {  # name: (command, disassembly cache, emptied before each run)
-        "bare": ([sys.executable, "-c", BARE, str(args.report)], None, False),
-        "analyze": ([exe, "analyze", str(args.report)], warm, False),
-        "cold": ([exe, "analyze", str(args.report)], cold, True),
-        "help": ([exe, "--help"], None, False),
+    runs = {
+        "bare": [sys.executable, "-c", BARE, str(args.report)],
+        "analyze": [exe, "analyze", str(args.report)],
+        "help": [exe, "--help"],
     }
-    try:
-        for cmd, cache, empty in runs.values():  # untimed: warm the page cache, the .pyc files, `warm`
-            wall(cmd, cache, empty)
-        times: dict[str, list[float]] = {k: [] for k in runs}
-        for _ in range(args.reps):
-            for name, (cmd, cache, empty) in runs.items():
-                times[name].append(wall(cmd, cache, empty))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    for cmd in runs.values():  # untimed: warm the page cache and the .pyc files
+        wall(cmd)
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(args.reps):
+        for name, cmd in runs.items():
+            times[name].append(wall(cmd))
     med = {k: statistics.median(v) for k, v in times.items()}
     for k, v in times.items():
         print(f"{k:8s} median {med[k]:.3f} s   (min {min(v):.3f}, max {max(v):.3f}, n={len(v)})")
     ratio = med["analyze"] / med["bare"]
     print(f"analyze / bare = {ratio:.2f}x   (target <= {TARGET_RATIO:.0f}x; analyze target <= {TARGET_S:.1f} s)")
-    print(f"cold / bare    = {med['cold'] / med['bare']:.2f}x   (the first analyze of a report: no cached disassembly)")
     print(f"report: {args.report}")
     if args.profile:
         profile(exe, args.report)

@@ -20,7 +20,6 @@ import typer.core
 import typer.main
 
 import wsperf
-from wsperf.cli.prestart import prestart_readers
 
 # name -> (module under wsperf.cli, function, first sentence of its docstring, context settings)
 _COMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
@@ -105,13 +104,6 @@ class _LazyGroup(typer.core.TyperGroup):
         if cmd_name not in _COMMANDS:
             return None
         return self.commands.setdefault(cmd_name, _LazyCommand(cmd_name))
-
-    def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
-        name, cmd, rest = super().resolve_command(ctx, args)
-        if name is not None:
-            # Report readers start now, while the command's module imports (see cli/prestart.py).
-            prestart_readers(name, rest)
-        return name, cmd, rest
 
 
 app = typer.Typer(

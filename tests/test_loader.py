@@ -407,7 +407,7 @@ def test_a_read_over_the_time_limit_is_stopped(kept):
 
 
 @pytest.mark.parametrize("kind, says", [
-    ("text", "cannot open as a DuckDB store"),
+    ("text", "is not a DuckDB database"),
     ("directory", "is a directory"),
     ("no-parent", "does not exist"),
     ("foreign", "not a wsperf store"),
