@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT, wsperf_exe
+from support import ENV, ROOT, wsperf_exe
 from wsperf.collectors.bundle import read_bundle
 from wsperf.collectors.process import HEAD, TAIL
 
@@ -36,7 +36,7 @@ def collect(tmp: Path, *argv: str | Path, timeout: str = "10", measure: bool = F
         cmd = [sys.executable, "-c", "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(r.returncode)",
                *cmd]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT_S, errors="replace")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT_S, errors="replace", env=ENV)
     assert "Traceback" not in p.stderr, p.stderr[-3000:]
     return p, out
 
