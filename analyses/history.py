@@ -31,6 +31,9 @@ import duckdb
 
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.collectors.errors import InputError, StoreError
+from wsperf.collectors.metrics import BY_NAME as _FIGURES
+
+FIGURE_NAMES = frozenset(_FIGURES)
 
 
 @dataclass(frozen=True)
@@ -283,6 +286,15 @@ _VALUES_METRIC = """m AS (
     GROUP BY launch_id
 ),
 v AS (SELECT sel.*, m.value FROM sel LEFT JOIN m USING (launch_id))"""
+# A figure of the per-architecture mapping (collectors/metrics.py): whichever metric
+# measures it on each launch's GPU, through the store's `figures` view.
+_VALUES_FIGURE = """m AS (
+    SELECT launch_id, max(value) AS value
+    FROM figures
+    WHERE figure = $metric AND launch_id IN (SELECT launch_id FROM sel)
+    GROUP BY launch_id
+),
+v AS (SELECT sel.*, m.value FROM sel LEFT JOIN m USING (launch_id))"""
 
 
 def history(
@@ -296,7 +308,9 @@ def history(
     median, min and max of `metric` over the kernel's launches in the run. `kernel` is
     a regular expression (RE2) on the function, demangled or mangled name; `tags` keeps runs that
     carry all of them; `last` keeps the newest N of those runs. `metric` is
-    'duration_ns' (launches.duration_ns) or any ncu metric name (its aggregate value)."""
+    'duration_ns' (launches.duration_ns), a figure of the per-architecture mapping
+    (collectors/metrics.py, e.g. tensor_pipe_pct: the metric that measures it on each
+    launch's GPU), or any ncu metric name (its aggregate value)."""
     tags = list(tags)
     if last is not None and last < 1:
         raise InputError(f"--last {last}: give a number of runs >= 1")
@@ -304,7 +318,12 @@ def history(
         raise InputError(f"--metric {metric!r}: give an ncu metric name, e.g. gpu__time_duration.sum, or duration_ns")
     _require_runs(con)
     check_kernel_regex(kernel)
-    sql = _HISTORY_SQL.format(values=_VALUES_DURATION if metric == "duration_ns" else _VALUES_METRIC)
+    figure = metric in FIGURE_NAMES
+    if figure and not con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'figures'").fetchone()[0]:
+        raise InputError(f"--metric {metric!r} is a figure, and this store predates the figures view: record a "
+                         "run into it once (`wsperf analyze REPORT --db ...`), or give the metric's ncu name")
+    sql = _HISTORY_SQL.format(values=_VALUES_DURATION if metric == "duration_ns" else
+                              _VALUES_FIGURE if figure else _VALUES_METRIC)
     params: dict[str, object] = {"tags": tags, "last": last, "kernel": kernel}
     if metric != "duration_ns":
         params["metric"] = metric

@@ -86,8 +86,9 @@ def history(
     db: Path = typer.Option(..., "--db", help="DuckDB file the runs were recorded in (`wsperf analyze --db`)."),
     kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only kernels whose function, demangled or "
                                          "mangled name matches this regular expression (RE2 syntax)."),
-    metric: str = typer.Option("duration_ns", "--metric", "-m", help="duration_ns (the launch's duration), or any "
-                               "Nsight Compute metric name, e.g. sm__cycles_active.avg (its aggregate value)."),
+    metric: str = typer.Option("duration_ns", "--metric", "-m", help="duration_ns (the launch's duration), a figure "
+                               "(e.g. dram_throughput_pct, tensor_pipe_pct, tc_pipe_pct: the metric that measures it on "
+                               "each launch's GPU), or any Nsight Compute metric name, e.g. sm__cycles_active.avg."),
     tag: list[str] = typer.Option([], "--tag", "-t", help="Only runs carrying this tag (repeatable: all of them)."),
     last: Optional[int] = typer.Option(None, "--last", "-n", help="Only the newest N of those runs."),
     fmt: HistoryFormat = typer.Option(HistoryFormat.text, "--format", "-f", help="text, json, markdown or csv."),

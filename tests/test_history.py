@@ -366,3 +366,13 @@ def test_history_writes_the_trend_chart_with_the_threshold(runs, tmp_path):
     (rule,) = [r for r in rows if "threshold" in r]
     first = min(points, key=lambda pt: pt["run_id"])
     assert rule["threshold"] == pytest.approx(first["median"] * 1.075)
+
+
+def test_history_reads_a_figure_by_name_whatever_the_architecture(runs):
+    # dram_throughput_pct is gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed on every
+    # chip wsperf maps (collectors/metrics.py): the same medians either way
+    db = runs[0]
+    by_figure = _points("--db", db, "--metric", "dram_throughput_pct")
+    by_name = _points("--db", db, "--metric", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")
+    assert by_figure and [p["median"] for p in by_figure] == [p["median"] for p in by_name]
+    assert all(p["metric"] == "dram_throughput_pct" and 0 < p["median"] < 100 for p in by_figure)
