@@ -13,6 +13,8 @@ import altair as alt
 import pandas as pd
 import pytest
 
+from wsperf.analyses.hypotheses import catalogue
+
 import wsperf
 from support import wsperf as run_cli
 from wsperf.cli import html
@@ -43,7 +45,7 @@ def test_verdicts_are_one_row_per_launch_and_hypothesis(session):
     v = session.verdicts()
     assert isinstance(v, pd.DataFrame)
     assert list(v.columns[:7]) == ["launch_id", "kernel", "report", "hypothesis", "status", "summary", "remedy"]
-    assert len(v) == 2 * 5 and not v.duplicated(["launch_id", "hypothesis"]).any()
+    assert len(v) == 2 * len(catalogue()) and not v.duplicated(["launch_id", "hypothesis"]).any()
     row = v[(v.kernel == "gemm_ffma") & (v.hypothesis == "missing-specialized-instructions")].iloc[0]
     # flat evidence fields are columns
     assert row.status == "confirmed" and row.basis == "assumption" and row.smem_reads_per_store == 256.0

@@ -134,7 +134,7 @@ def test_bad_capture_is_one_clear_input_error(text, needle):
 
 
 def test_missing_or_foreign_files_are_input_errors(tmp_path):
-    with pytest.raises(CudaGdbOutputError, match="cannot read"):
+    with pytest.raises(CudaGdbOutputError, match="no such file"):
         read_cudagdb(tmp_path / "absent.txt")
     with pytest.raises(CudaGdbOutputError, match="not a `cuobjdump -sass` listing"):
         parse_cuobjdump_sass(CAPTURE.read_text(), source="capture.txt")

@@ -334,7 +334,10 @@ def test_hypothesis_queries_read_only_the_requested_launches(runs):
     con = open_store(runs[0], read_only=True)
     (lid,) = launch_ids_for_run(con, EVIL)[:1]
     verdicts = evaluate(con, [lid])
+    present = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() UNION SELECT view_name FROM duckdb_views()").fetchall()}
     for h in catalogue():
+        if not set(h.requires) <= present:
+            continue  # pipeline-bubbles reads timeline tables this store has none of (its verdict: no_data)
         params = {k: v for k, v in {**h.thresholds, "expect": []}.items() if k in h.params}
         assert [r[0] for r in con.execute(h.sql, params).fetchall()] == [lid], h.id
     assert con.execute(f"SELECT launch_id FROM {IDS_TABLE}").fetchall() == [(lid,)]

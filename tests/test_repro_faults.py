@@ -95,7 +95,7 @@ int main(void) {
     return 0;
 }""")
     p, out = collect(tmp_path, exe)
-    assert p.returncode == 2 and len(errors(p)) == 1 and "compute-sanitizer" in errors(p)[0]
+    assert p.returncode == 5 and len(errors(p)) == 1 and "compute-sanitizer" in errors(p)[0]
     warnings = [line for line in p.stderr.splitlines() if line.startswith("Warning:")]
     assert any("killed by SIGSEGV" in w for w in warnings), p.stderr
     run = plain_run(out)
@@ -109,10 +109,10 @@ int main(void) {
 def test_an_abort_and_a_nonzero_exit_are_recorded(tmp_path):
     exe = c_program(tmp_path, "abrt", '#include <stdlib.h>\nint main(void) { abort(); }\n')
     p, out = collect(tmp_path / "a", exe)
-    assert p.returncode == 2 and plain_run(out).note == "was killed by SIGABRT"
+    assert p.returncode == 5 and plain_run(out).note == "was killed by SIGABRT"
     exe = c_program(tmp_path, "fail", '#include <stdio.h>\nint main(void) { puts("no device"); return 3; }\n')
     p, out = collect(tmp_path / "f", exe)
-    assert p.returncode == 2 and len(errors(p)) == 1
+    assert p.returncode == 5 and len(errors(p)) == 1
     assert any("exit 3 in its plain run" in line for line in p.stderr.splitlines() if line.startswith("Warning:"))
     run = plain_run(out)
     assert run.exit_code == 3 and (out / run.stdout).read_text() == "no device\n"
@@ -138,7 +138,7 @@ int main(void) {
     t0 = time.monotonic()
     p, out = collect(tmp_path, exe, timeout="120", measure=True)
     took = time.monotonic() - t0
-    assert p.returncode == 2, p.stderr
+    assert p.returncode == 5, p.stderr
     peak_kib = int(p.stderr.strip().splitlines()[-1])
     run = plain_run(out)
     assert run.stdout_bytes == 6144 * 65536 + 4 and run.stderr_bytes == 1024 * 65536
@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
     return 0;
 }""")
     p, out = collect(tmp_path, exe, pids)
-    assert p.returncode == 2 and len(errors(p)) == 1
+    assert p.returncode == 5 and len(errors(p)) == 1
     leader, child, daemon = map(int, pids.read_text().split())
     time.sleep(0.2)
     assert gone(child) and gone(daemon), (child, daemon)
