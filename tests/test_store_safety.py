@@ -169,7 +169,7 @@ def test_two_writers_started_at_once_both_succeed(tmp_path):
 def test_without_the_lock_in_time_a_writer_or_reader_fails_clearly(tmp_path):
     db = tmp_path / "busy.duckdb"
     assert wsperf("analyze", HEALTHY_A, "--db", db, "--label", "first").returncode == 0
-    long = start("analyze", *LONG[:2], "--db", db, "--label", "long", "--format", "json", log=tmp_path / "long.txt")
+    long = start("analyze", *LONG, "--db", db, "--label", "long", "--format", "json", log=tmp_path / "long.txt")
     try:
         wait_until(long, lambda: readers(long.pid), "the long writer's readers started")
         # At once: a writer and a reader that may wait 1 s, and a reader that waits as
