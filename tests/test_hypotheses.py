@@ -63,10 +63,10 @@ def analyzed(store):
 @pytest.fixture(scope="module")
 def timelines():
     """A store holding every fixture timeline (each with a launch of its own)."""
-    if not TIMELINES.is_dir():
-        pytest.skip("fixtures/timeline not collected yet: run fixtures/collect_timeline.sh on a GPU")
     con = open_store(None)
-    for p in sorted(TIMELINES.glob("*.wsperf-trace")):
+    traces = sorted(TIMELINES.glob("*.wsperf-trace"))
+    assert traces, f"no timeline fixtures in {TIMELINES} (fixtures/collect_timeline.sh, committed)"
+    for p in traces:
         load_timeline(con, p)
     return con
 
