@@ -275,19 +275,19 @@ _KERNEL_COLUMNS = [
     ("graph_node_id", "{graphNodeId}", _I64),
 ]
 _COPY_CASE = "CASE {copyKind} " + " ".join(f"WHEN {k} THEN '{v}'" for k, v in _COPY_KINDS.items()) + " END"
-_MEMCPY_COLUMNS = [
-    ("operation", "'memcpy'", _STR),
+# What a copy and a memset record share (they go into one table, nsys_memcpy).
+_TRANSFER_COLUMNS = [
     ("start_ns", "{start}", _I64), ("end_ns", "{end}", _I64), ("duration_ns", "{end} - {start}", _I64),
     ("device_id", "{deviceId}", _I32), ("context_id", "{contextId}", _I64), ("stream_id", "{streamId}", _I64),
     ("correlation_id", "{correlationId}", _I64), ("global_pid", "{globalPid}", _I64), ("bytes", "{bytes}", _I64),
+]
+_MEMCPY_COLUMNS = [
+    ("operation", "'memcpy'", _STR), *_TRANSFER_COLUMNS,
     ("copy_kind", _COPY_CASE, _STR), ("src_kind", "{srcKind}", _I32), ("dst_kind", "{dstKind}", _I32),
     ("graph_node_id", "{graphNodeId}", _I64),
 ]
 _MEMSET_COLUMNS = [
-    ("operation", "'memset'", _STR),
-    ("start_ns", "{start}", _I64), ("end_ns", "{end}", _I64), ("duration_ns", "{end} - {start}", _I64),
-    ("device_id", "{deviceId}", _I32), ("context_id", "{contextId}", _I64), ("stream_id", "{streamId}", _I64),
-    ("correlation_id", "{correlationId}", _I64), ("global_pid", "{globalPid}", _I64), ("bytes", "{bytes}", _I64),
+    ("operation", "'memset'", _STR), *_TRANSFER_COLUMNS,
     ("copy_kind", "NULL", _STR), ("src_kind", "NULL", _I32), ("dst_kind", "{memKind}", _I32),
     ("graph_node_id", "{graphNodeId}", _I64),
 ]
