@@ -28,7 +28,7 @@ from typing import Any, Iterable
 from wsperf.analyses.correctness import (Basis, CorrectnessReport, DeadlockReport, Item, correctness_report,
                                          deadlock_report)
 from wsperf.analyses.worksheet import analyse
-from wsperf.analyses.worksheet_model import Barrier, KernelSheet, Wait
+from wsperf.analyses.worksheet_model import Barrier, KernelSheet, Wait, phase_arrivals
 from wsperf.collectors.bundle import Bundle, read_bundle, resolve
 from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.sanitizer import Handoff
@@ -191,14 +191,10 @@ def wait_handoff(gs: list[GeneratedSheet], function: str, inner_source: str | No
 
 
 def _handoff(g: GeneratedSheet, b: Barrier, w: Wait) -> WaitHandoff:
-    pops: dict[tuple, int | None] = {}
-    arrivers = []
-    for a in b.arrivers:
-        arrivers.append(f"{a.kind} by {a.site.role}, {a.site.threads if a.site.threads is not None else '?'} "
-                        f"thread(s) (PTX line {a.site.line}" + (f", {g.loc(a.site.line)}" if g.loc(a.site.line)
-                                                                 else "") + ")")
-        if a.arrivals:
-            pops[(a.site.role, a.site.threads, a.kind == "tcgen05.commit")] = a.arrivals
+    arrivers = [f"{a.kind} by {a.site.role}, {a.site.threads if a.site.threads is not None else '?'} "
+                f"thread(s) (PTX line {a.site.line}" + (f", {g.loc(a.site.line)}" if g.loc(a.site.line) else "") + ")"
+                for a in b.arrivers]
+    pops = phase_arrivals(b)  # counted as the count flag counts them (worksheet_flags)
     per_phase = None if not pops or any(v is None for v in pops.values()) else sum(v for v in pops.values() if v)
     flags = tuple(f.text for f in g.sheet.flags if f.text.startswith(f"{b.name}:"))
     loc = g.loc(w.site.line)

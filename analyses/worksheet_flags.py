@@ -9,7 +9,7 @@ import re
 
 from wsperf.analyses.correctness import Basis, Item
 from wsperf.analyses.worksheet_eval import _Kernel, _warps
-from wsperf.analyses.worksheet_model import _BAR0, _WAIT, FLAG_NAMES, Barrier, Flag, _where
+from wsperf.analyses.worksheet_model import _BAR0, _WAIT, FLAG_NAMES, Barrier, Flag, _where, phase_arrivals
 from wsperf.collectors.ptx import Stmt
 
 
@@ -59,11 +59,7 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
         counts = {c for _, c in b.inits}
         if not b.inits or not b.arrivers or None in counts:
             continue
-        pops: dict[tuple, int | None] = {}
-        for a in b.arrivers:
-            if a.arrivals == 0:
-                continue
-            pops[(a.site.role, a.site.threads, a.kind == "tcgen05.commit")] = a.arrivals
+        pops = phase_arrivals(b)
         if not pops:
             continue
         if not b.decided and len(b.slots) > 1 and (len(pops) > 1 or len(counts) > 1):

@@ -108,3 +108,16 @@ def _local(sym: str) -> str:
     if m and len(m.group(2)) >= int(m.group(1)):
         return m.group(2)[: int(m.group(1))]
     return sym
+
+
+def phase_arrivals(b: Barrier) -> dict[tuple, int | None]:
+    """The arrivals one phase of `b` gets, per arrival pattern (role, threads, whether a
+    tcgen05.commit): the sites of one role on one barrier (an unrolled copy and the loop it
+    came from, the slots of a ring) count once per executing thread per phase. complete_tx
+    adds none; None: not derived."""
+    pops: dict[tuple, int | None] = {}
+    for a in b.arrivers:
+        if a.arrivals == 0:
+            continue
+        pops[(a.site.role, a.site.threads, a.kind == "tcgen05.commit")] = a.arrivals
+    return pops

@@ -51,8 +51,8 @@ def check_sources(sources: tuple[str, ...]) -> None:
 
 def keep_binary_code(st: Any, exe: str, cuobjdump: str | None) -> None:
     """`cuobjdump -ptx` and `-sass` of the repro's executable into generated/."""
-    if cuobjdump is None or not is_elf(exe):
-        return
+    if cuobjdump is None or not is_elf(exe) or not (st.target.get("sass") or st.target.get("ptx")):
+        return  # the target check's listing found no CUDA code in it (a Python interpreter, say)
     name = Path(exe).name
     outputs = {}
     for flag, kind in (("-ptx", "ptx"), ("-sass", "sass")):
