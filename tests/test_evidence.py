@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bundles import deadlock_bundle
-from support import ROOT, wsperf
+from support import REPORTS, ROOT, assert_one_error_line, wsperf
 from wsperf.analyses.correctness import correctness_report
 from wsperf.analyses.evidence import gather
 from wsperf.analyses.handoffs import Release, releases, sheets
@@ -255,3 +255,8 @@ def test_races_inside_cublas_and_cudnn_are_listed_not_blamed_on_the_user():
     assert not rep.broken and {v.library for v in rep.vendor} == {"cuBLAS", "cuDNN"}
     # naming the library kernel with --kernel makes it the subject: judged, a stop
     assert correctness_report(ev.sanitizer, "nvjet").broken
+
+
+def test_write_report_needs_a_bundle():
+    assert_one_error_line(wsperf("analyze", REPORTS / "ws_stream_healthy.ncu-rep", "--write-report"), 2,
+                          "--write-report needs a bundle directory")
