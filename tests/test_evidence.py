@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bundles import deadlock_bundle
+from bundles import deadlock_bundle, sanitizer_bundle
 from support import REPORTS, ROOT, assert_one_error_line, wsperf
 from wsperf.analyses.correctness import correctness_report
 from wsperf.analyses.evidence import gather
@@ -219,8 +219,6 @@ def test_report_md_for_a_hang_names_the_cause_and_a_falsifiable_fix(tmp_path):
 
 
 def test_report_md_for_a_slow_kernel_proposes_the_experiment_compare_can_check(tmp_path):
-    from bundles import sanitizer_bundle
-
     b = sanitizer_bundle(tmp_path, "clean", report="ws_stream_serialized")
     assert wsperf("analyze", b, "--write-report").returncode == 0
     text = (b / "REPORT.md").read_text()
