@@ -72,15 +72,31 @@ JOIN timeline_events AS e
   ON e.timeline_id = b.timeline_id AND e.cta = b.cta AND e.warp = b.warp AND e.event = b.event
  AND e.seq = b.seq AND b.phase = 'begin' AND e.phase = 'end';
 
--- Nsight Compute's own time series (`collect --timeline`, ncu --section PmSampling_WarpStates):
--- each `pmsampling:` metric holds one instance per sample; the instance's correlation id is
--- the sample's timestamp. One row per sample.
+-- Nsight Compute's own time series: each PM-sampled metric holds one instance per sample, and
+-- the instance's correlation id is the sample's GPU timestamp. Two namings, both measured on
+-- the H200 with ncu 2025.3.1 (fixtures/timeline/pm_probe2.txt):
+--   `pmsampling:<metric>`: --section PmSampling_WarpStates (`collect --timeline`), 15 stall
+--     reasons with ~300 samples each;
+--   `<unit>.TriageCompute.<metric>`: --section PmSampling on a GH100 with a driver >= 560 (the
+--     section's CC_90 item), 32 throughput metrics with ~270 samples each. The first sample of
+--     each holds correlation id 0 (no timestamp): it has no place in time and is left out.
+-- ncu replays the launch once per pass group (5 for WarpStates, 4 for PmSampling there), and
+-- each pass samples its own metrics over its own replay, ~130 ms apart in GPU time; so a
+-- sample's time is counted from the first sample of its own metric (the metrics of one pass
+-- share timestamps), not from the launch's first sample of any pass. The sampler runs a
+-- little before and after the kernel: a pass spans 400-480 us for a 125-160 us launch.
+-- One row per sample.
 CREATE OR REPLACE VIEW pm_samples AS
+WITH s AS (
+    SELECT launch_id, name, instance, correlation_id, value_double
+    FROM metrics
+    WHERE (name LIKE 'pmsampling:%' OR regexp_matches(name, '^[A-Z][A-Z0-9_]*\.[A-Za-z]+\.[a-z]'))
+      AND instance IS NOT NULL AND correlation_id > 0
+)
 SELECT
     launch_id,                -- launches.launch_id
-    name AS metric,           -- e.g. 'pmsampling:smsp__warps_issue_stalled_long_scoreboard.avg'
+    name AS metric,           -- e.g. 'pmsampling:smsp__warps_issue_stalled_long_scoreboard.avg', 'TPC.TriageCompute.sm__cycles_active.avg'
     instance AS sample,       -- the sample's index in ncu's order
-    CAST(correlation_id - min(correlation_id) OVER (PARTITION BY launch_id) AS BIGINT) AS t_ns,  -- time of the sample from the launch's first sample (ns: the correlation ids are GPU timestamps)
+    CAST(correlation_id - min(correlation_id) OVER (PARTITION BY launch_id, name) AS BIGINT) AS t_ns,  -- time of the sample from its pass's first sample (ns: the correlation ids are GPU timestamps)
     value_double AS value     -- the metric's value over that sample interval (its unit: metrics.unit)
-FROM metrics
-WHERE name LIKE 'pmsampling:%' AND instance IS NOT NULL AND correlation_id IS NOT NULL;
+FROM s;
