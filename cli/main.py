@@ -20,6 +20,7 @@ import typer.core
 import typer.main
 
 import wsperf
+from wsperf.collectors import prestart
 
 # name -> (module under wsperf.cli, function, first sentence of its docstring, context settings)
 _COMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
@@ -92,6 +93,8 @@ class _LazyCommand(typer.core.TyperCommand):
         return self._real
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[no-untyped-def]
+        # A command that loads reports gets its readers started before its module imports.
+        prestart.start_for(self.name, list(args))  # type: ignore[arg-type]
         # The context is the real command's: Click then parses, completes and invokes it.
         return self.real().make_context(info_name, args, parent=parent, **extra)
 

@@ -64,6 +64,7 @@ if __name__ == "__main__":
 import pyarrow as pa
 import pyarrow.ipc
 
+from wsperf.collectors import prestart
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
 
@@ -250,14 +251,17 @@ class _Worker:
     """One reader process (`python -m wsperf.collectors.ncu --serve`), spoken to in
     JSON lines on its stdin and stdout; it exits at the end of its input."""
 
-    def __init__(self, stderr_path: Path, events: queue.Queue) -> None:
+    def __init__(self, stderr_path: Path, events: queue.Queue, proc: subprocess.Popen | None = None) -> None:
+        """A new reader process, or `proc`: one started early (collectors/prestart.py)."""
         self.stderr_path = stderr_path
         self.state = "idle"  # idle | opening | opened | working | finishing | dead
         self.code_warm = False  # has disassembled before: ncu_report's set-up is behind it
         self.retire = False  # grown too large: stop it after this load
-        with open(stderr_path, "ab") as err:
-            self.proc = subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu", "--serve"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+        if proc is None:
+            with open(stderr_path, "ab") as err:
+                proc = subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu", "--serve"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+        self.proc = proc
         threading.Thread(target=self._pump, args=(events,), daemon=True).start()
 
     def _pump(self, events: queue.Queue) -> None:
@@ -328,6 +332,7 @@ class _ReaderPool:
         self.idle: list[_Worker] = []
         self.dir: Path | None = None
         self.spawned = 0
+        self.adopted = False  # has taken readers started early (their directory is prestart's)
 
     def read(self, p: Path, out: Path, n: int, timeout_s: float, progress: Progress | None, *,
              shown: Path | None = None) -> list[dict]:
@@ -347,6 +352,13 @@ class _ReaderPool:
                         w.stop(kill=w.state != "idle")
 
     def _take(self, n: int) -> list[_Worker]:
+        # Readers started before the command's imports (a warm-up may be under way in the
+        # first: its answer comes before that of anything sent after it).
+        adopted = [_Worker(path, self.events, proc) for proc, path in prestart.take()]
+        if adopted and not self.adopted:
+            self.adopted = True
+            atexit.register(self.close)
+        self.idle.extend(adopted)
         alive = sorted((w for w in self.idle if w.proc.poll() is None), key=lambda w: not w.code_warm)
         for w in self.idle:
             if w not in alive:
@@ -396,6 +408,8 @@ class _ReaderPool:
             if msg is None:
                 w.state = "dead"
                 error = error or "a reader died"
+            elif "warmed" in msg:  # the early warm-up (prestart) is done; nothing to hand out
+                w.code_warm |= bool(msg["warmed"])
             elif "opened" in msg:
                 w.state = "opened"
                 total, w.code_warm = msg["opened"]["launches"], msg["opened"]["warm"]
@@ -437,7 +451,9 @@ class _ReaderPool:
     def close(self) -> None:
         with self.lock:
             for w in self.idle:
-                w.stop(kill=False)
+                # An idle reader holds nothing unsaved: killing it spares the ~0.1 s its
+                # interpreter and ncu_report take to tear down, at the end of every command.
+                w.stop(kill=True)
             self.idle = []
             if self.dir is not None:
                 shutil.rmtree(self.dir, ignore_errors=True)
@@ -616,6 +632,8 @@ def _serve() -> int:
       {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
       {"finish": true}   write <table>.<I>.arrow into DIR -> {"done": {report facts}}
       {"abort": true}    drop the report                  -> {"done": null}
+      {"warm": PATH}     disassemble one PC of the report at PATH, then forget it
+                                                          -> {"warmed": bool}
 
     A damaged report is answered with {"error": "..."} and dropped. Exits at end of input."""
     try:
@@ -641,7 +659,10 @@ def _serve() -> int:
         msg = json.loads(line)
         name = msg.get("name", name) if "open" in msg else name
         try:
-            if "open" in msg:
+            if "warm" in msg:
+                warm = warm or _warm_up(msg["warm"])
+                emit(warmed=warm)
+            elif "open" in msg:
                 reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"])
                 if not warm and reader.launches >= 2 * msg["readers"]:
                     # Enough launches to go round whole: worth the set-up now, so that
@@ -669,6 +690,16 @@ def _serve() -> int:
             emit(error=f"{name}: cannot stage its tables in the temporary directory ({why(e)}); free space there "
                        "or point TMPDIR elsewhere")
     return 0
+
+
+def _warm_up(path: str) -> bool:
+    """Get ncu_report's disassembler set up (~0.6 s, once per process) on the report at
+    `path`, whose data is then dropped; whether it was. Never fails: a report that cannot
+    be read here is read (and reported on) by the load."""
+    try:
+        return _Reader(path, path, Path(os.devnull), 0).warm_up()
+    except Exception:  # noqa: BLE001 - only speed is at stake
+        return False
 
 
 class _NoPandas:

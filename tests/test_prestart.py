@@ -1,0 +1,83 @@
+"""Readers started before a command's imports (collectors/prestart.py): taken by the load,
+warmed up on the report, never started for anything but a readable report, and never
+left running. Real reports; real reader processes."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from support import REPORTS, assert_one_error_line, wsperf
+from wsperf.collectors import ncu, prestart
+from wsperf.collectors.ncu import load_reports
+from wsperf.collectors.store import open_store
+
+REPORT = REPORTS / "gemm_wgmma_tma.ncu-rep"
+
+
+def test_constants_agree_with_the_loader():
+    assert prestart.REPORT_MAGIC == ncu.REPORT_MAGIC and prestart.MAX_REPORT_BYTES == ncu.MAX_REPORT_BYTES
+
+
+@pytest.mark.parametrize("command, args", [
+    ("inspect", [str(REPORT)]),  # does not load through the readers
+    ("analyze", [str(REPORT), "--help"]),
+    ("analyze", ["missing.ncu-rep"]),
+    ("analyze", [str(REPORTS / "gemm_ffma.stdout.txt")]),  # not named .ncu-rep
+])
+def test_nothing_starts_for_other_command_lines(command, args):
+    assert prestart.start_for(command, args) == 0 and prestart.take() == []
+
+
+def test_nothing_starts_for_what_is_not_a_report(tmp_path):
+    text = tmp_path / "notes.ncu-rep"
+    text.write_text("not a report\n")
+    fifo = tmp_path / "pipe.ncu-rep"
+    os.mkfifo(fifo)  # must not block: stat says it is no regular file before anything opens it
+    for p in (text, fifo, tmp_path):
+        assert prestart.start_for("analyze", [str(p)]) == 0
+    assert prestart.take() == []
+
+
+def test_the_load_takes_the_warmed_readers():
+    pool = ncu._pool()
+    pool.close()  # no idle reader of an earlier test
+    spawned = pool.spawned
+    assert prestart.start_for("analyze", [str(REPORT)]) >= 1
+    con = open_store(None)
+    (res,) = load_reports(con, [REPORT])
+    assert res.launches == 1 and not prestart.take()
+    assert pool.spawned == spawned  # no reader of its own: it used those started early
+    assert any(w.code_warm for w in pool.idle)  # the warm-up answered
+    (n,) = con.execute("SELECT count(*) FROM sass WHERE sass IS NOT NULL").fetchone()
+    assert n == 1779
+
+
+def test_unused_readers_are_stopped():
+    assert prestart.start_for("chart", [str(REPORT)]) >= 1
+    procs = [p for p, _ in prestart._started]
+    prestart.stop()
+    assert all(p.poll() is not None for p in procs) and not prestart._dir
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and marker.encode() in (d / "environ").read_bytes():
+                found.append(int(d.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_a_command_that_fails_after_the_start_leaves_no_reader():
+    marker = f"WSPERF_TEST_MARK={uuid.uuid4().hex}"
+    key, value = marker.split("=")
+    p = wsperf("analyze", REPORT, "--kernel", "a{4294967296}", env={key: value})
+    assert_one_error_line(p, 2)
+    assert _processes_with(marker) == []
