@@ -26,7 +26,7 @@ __all__ = ["Launch", "Session", "load", "__version__"]
 
 def version() -> str:
     """The installed wsperf version (the distribution's metadata)."""
-    # importlib.metadata costs ~0.1 s to import: every `python -m wsperf.collectors.ncu`
+    # importlib.metadata costs ~0.1 s to import: every `python -m wsperf.collectors.ncu_reader`
     # reader process imports this package, so it is asked only when wanted.
     from importlib.metadata import PackageNotFoundError, version as dist_version
 

@@ -32,7 +32,7 @@ import duckdb
 from wsperf.collectors.environment import _wheel_binary
 from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.files import GiB, input_stat, read_input
-from wsperf.collectors.ncu import _split_sass
+from wsperf.collectors.ncu_reader import _split_sass
 from wsperf.collectors.store import transaction
 
 TOOL_TIMEOUT_S = 120.0  # cuobjdump on a large library takes seconds; more is a hang

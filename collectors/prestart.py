@@ -93,6 +93,6 @@ def _spawn() -> tuple[subprocess.Popen, Path]:
         atexit.register(stop)
     path = _dir[0] / f"prestarted-{len(_started) + 1}.stderr"
     with open(path, "ab") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu", "--serve"],
+        proc = subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu_reader", "--serve"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     return proc, path

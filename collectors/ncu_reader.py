@@ -1,0 +1,613 @@
+"""The report reader process: `python -m wsperf.collectors.ncu_reader --serve`.
+
+Every ncu_report call of wsperf happens here, in a process of its own (collectors/ncu.py
+says why, and runs these processes). A reader opens the report it is told to, reads the
+launch parts it is handed (a launch's metrics, or its code: disassembly, source lines and
+ncu's rule results) into staging columns, and writes them out as Arrow IPC files, one per
+staged table, for the parent to insert. The JSON-lines protocol is in `_serve`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__":
+    # A reader process (`--serve`): load ncu_report before pyarrow. With pyarrow's
+    # libraries loaded first, ncu_report 2025.3 (the module Nsight Compute 2025.3 ships,
+    # and PyPI's ncu-report==2025.3.1) crashes in its first IMetric.unit() call.
+    import ncu_report  # noqa: F401
+
+import pyarrow as pa
+import pyarrow.ipc
+
+from wsperf.collectors.errors import ReportError
+from wsperf.collectors.files import why
+
+
+# Launch columns read from the launch's own metrics (aggregate values).
+LAUNCH_METRICS = {
+    "device_id": "launch__device_id",
+    "stream_id": "launch__stream_id",
+    "grid_x": "launch__grid_dim_x",
+    "grid_y": "launch__grid_dim_y",
+    "grid_z": "launch__grid_dim_z",
+    "block_x": "launch__block_dim_x",
+    "block_y": "launch__block_dim_y",
+    "block_z": "launch__block_dim_z",
+    "cluster_x": "launch__cluster_dim_x",
+    "cluster_y": "launch__cluster_dim_y",
+    "cluster_z": "launch__cluster_dim_z",
+    "cluster_size": "launch__cluster_size",
+    "grid_size": "launch__grid_size",
+    "block_size": "launch__block_size",
+    "threads": "launch__thread_count",
+    "registers_per_thread": "launch__registers_per_thread",
+    "static_smem_bytes": "launch__shared_mem_per_block_static",
+    "dynamic_smem_bytes": "launch__shared_mem_per_block_dynamic",
+    "smem_config_bytes": "launch__shared_mem_config_size",
+    "sm_count": "device__attribute_multiprocessor_count",
+    "waves_per_sm": "launch__waves_per_multiprocessor",
+    "occupancy_limit_blocks": "launch__occupancy_limit_blocks",
+    "occupancy_limit_registers": "launch__occupancy_limit_registers",
+    "occupancy_limit_shared_mem": "launch__occupancy_limit_shared_mem",
+    "occupancy_limit_warps": "launch__occupancy_limit_warps",
+    "occupancy_limit_barriers": "launch__occupancy_limit_barriers",
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "elapsed_cycles": "gpc__cycles_elapsed.max",
+}
+DURATION = "gpu__time_duration.sum"
+NS_PER_UNIT = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
+
+# Per-PC (source counter) metrics that become sass columns.
+SASS_METRICS = {
+    "inst_executed": "inst_executed",
+    "thread_inst_executed": "thread_inst_executed",
+    "thread_inst_executed_true": "thread_inst_executed_true",
+    "pcsamp_samples": "smsp__pcsamp_sample_count",
+}
+STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+NOT_ISSUED = "_not_issued"
+OPCODE_METRIC = "sass__inst_executed_per_opcode"  # instances keyed by opcode name (text correlation ids)
+OPCODE_THREAD_METRIC = "sass__thread_inst_executed_true_per_opcode"
+FUNCTION_PCS = "launch__function_pcs"  # instance values: start address of each function of the launch
+START_TIMESTAMP = "profiler__timestamp_workload_start"  # correlation id: GPU global timer (ns)
+# A metric is per-PC when its correlation ids all lie in [function start, start + 4 GiB):
+# no kernel's code is that large, and the other numeric ids ncu uses (indices from 0,
+# GPU timestamps) are far outside. Both parts of a launch apply the same test.
+MAX_CODE_BYTES = 1 << 32
+READER_MAX_RSS = 1 << 30  # ncu_report keeps ~7x each report's size for good; retire a reader beyond this (bytes)
+
+# Slots of a value: which staging column holds it.
+FLOAT, INT, TEXT, MIXED, NONE = range(5)
+# Parts of a launch's work. METRICS: launches, metrics, sass_counts, stalls, opcodes.
+# CODE: sass_code (disassembly, source lines) and ncu_rules.
+ALL, METRICS, CODE = "all", "metrics", "code"
+
+STAGE_SCHEMAS = {
+    "launches": pa.schema([
+        ("launch_idx", pa.int32()), ("range_idx", pa.int32()), ("action_idx", pa.int32()),
+        ("kernel_mangled", pa.string()), ("kernel_demangled", pa.string()), ("kernel_function", pa.string()),
+        ("workload_type", pa.string()), ("num_metrics", pa.int32()), ("duration_ns", pa.float64()),
+        *((col, pa.float64()) for col in LAUNCH_METRICS),  # DuckDB casts to the column types on insert
+    ]),
+    # Collected as columns below; `key` becomes name, unit and metric_type when written.
+    "metrics": pa.schema([
+        ("launch_idx", pa.int32()), ("key", pa.int32()), ("instance", pa.int32()),
+        ("correlation_id", pa.uint64()), ("correlation_name", pa.string()),
+        ("v_float", pa.float64()), ("v_int", pa.uint64()), ("value_string", pa.string()),
+    ]),
+    "sass_counts": pa.schema([
+        ("launch_idx", pa.int32()), ("pc", pa.uint64()), ("function_pc", pa.uint64()), ("func_offset", pa.int64()),
+        *((col, pa.int64()) for col in SASS_METRICS), ("pcsamp_samples_not_issued", pa.int64()),
+    ]),
+    "sass_code": pa.schema([
+        ("launch_idx", pa.int32()), ("pc", pa.uint64()), ("opcode", pa.string()), ("opcode_full", pa.string()),
+        ("guard", pa.string()), ("sass", pa.string()), ("source_file", pa.string()), ("source_line", pa.int32()),
+    ]),
+    "stalls": pa.schema([
+        ("launch_idx", pa.int32()), ("pc", pa.uint64()), ("reason", pa.string()),
+        ("samples", pa.int64()), ("samples_not_issued", pa.int64()),
+    ]),
+    "opcodes": pa.schema([
+        ("launch_idx", pa.int32()), ("opcode", pa.string()), ("executed", pa.int64()),
+        ("thread_executed", pa.int64()), ("source", pa.string()),
+    ]),
+    "ncu_rules": pa.schema([
+        ("launch_idx", pa.int32()), ("rule_idx", pa.int32()), ("rule_id", pa.string()), ("section_id", pa.string()),
+        ("name", pa.string()), ("title", pa.string()), ("message", pa.string()), ("msg_type", pa.string()),
+        ("speedup_type", pa.string()), ("estimated_speedup", pa.float64()),
+    ]),
+}
+
+
+class _Damaged(Exception):
+    """An action that ncu_report cannot read completely."""
+
+
+def _serve() -> int:
+    """`python -m wsperf.collectors.ncu_reader --serve`: the reader process. Messages, one JSON
+    object a line; each is answered on stdout:
+
+      {"open": PATH, "name": NAME, "out": DIR, "reader": I, "readers": R}
+                                   -> {"opened": {"launches": N, "warm": bool}}
+      {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
+      {"finish": true}   write <table>.<I>.arrow into DIR -> {"done": {report facts}}
+      {"abort": true}    drop the report                  -> {"done": null}
+      {"warm": PATH}     disassemble one PC of the report at PATH, then forget it
+                                                          -> {"warmed": bool}
+
+    A damaged report is answered with {"error": "..."} and dropped. Exits at end of input."""
+    try:
+        import resource
+    except ImportError:  # Windows has none: there readers are never retired for size
+        resource = None  # type: ignore[assignment]
+
+    # pyarrow imports pandas (~0.25 s) the first time it converts a Python list, only to
+    # look for pandas types; a reader never has any, so keep pandas out of this process.
+    sys.meta_path.insert(0, _NoPandas())
+    # Answers go to a private copy of stdout; fd 1 then points at stderr, so whatever
+    # the native library prints cannot corrupt them.
+    channel = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+
+    def emit(**msg: object) -> None:
+        channel.write(json.dumps(msg) + "\n")
+
+    reader: _Reader | None = None
+    name = "the report"  # as the user named it, for messages
+    warm = False  # this process has disassembled before
+    for line in sys.stdin:
+        msg = json.loads(line)
+        name = msg.get("name", name) if "open" in msg else name
+        try:
+            if "warm" in msg:
+                warm = warm or _warm_up(msg["warm"])
+                emit(warmed=warm)
+            elif "open" in msg:
+                reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"])
+                if not warm and reader.launches >= 2 * msg["readers"]:
+                    # Enough launches to go round whole: worth the set-up now, so that
+                    # no launch is opened twice (metrics here, disassembly elsewhere).
+                    warm = reader.warm_up()
+                emit(opened={"launches": reader.launches, "warm": warm})
+            elif "task" in msg:
+                idx, part = msg["task"]
+                emit(did=[idx, part, reader.read(idx, part)])  # type: ignore[union-attr]
+                warm |= part != METRICS
+            elif "finish" in msg:
+                meta = reader.finish()  # type: ignore[union-attr]
+                if resource is not None:  # peak resident size; Linux counts KiB
+                    meta["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+                reader = None
+                emit(done=meta)
+            else:
+                reader = None
+                emit(done=None)
+        except ReportError as e:
+            reader = None
+            emit(error=str(e))
+        except OSError as e:  # writing the staged tables: a full or unwritable TMPDIR
+            reader = None
+            emit(error=f"{name}: cannot stage its tables in the temporary directory ({why(e)}); free space there "
+                       "or point TMPDIR elsewhere")
+    return 0
+
+
+def _warm_up(path: str) -> bool:
+    """Get ncu_report's disassembler set up (~0.6 s, once per process) on the report at
+    `path`, whose data is then dropped; whether it was. Never fails: a report that cannot
+    be read here is read (and reported on) by the load."""
+    try:
+        return _Reader(path, path, Path(os.devnull), 0).warm_up()
+    except Exception:  # noqa: BLE001 - only speed is at stake
+        return False
+
+
+class _NoPandas:
+    """Import hook of the reader process: `import pandas` fails (see _serve)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError("pandas is not used by the report reader", name=name)
+        return None
+
+
+def _metric(by_name: Callable[[str], Any], name: str) -> Any:
+    """The metric `name` of an action, or _Damaged when the report cannot give it."""
+    try:
+        m = by_name(name)
+    except TypeError:  # the name is not valid UTF-8: metric_by_name refuses it
+        raise _Damaged() from None
+    if m is None:
+        raise _Damaged()
+    return m
+
+
+class _Reader:
+    """One report open in a reader process: reads the launch parts it is given into
+    staging columns, and writes them out at the end."""
+
+    def __init__(self, path: str, name: str, out: Path, reader: int) -> None:
+        """Open report `path` (called `name` in messages) as reader number `reader`,
+        which writes its tables into `out`."""
+        import ncu_report  # only ever imported in the reader processes
+
+        self.nr = ncu_report
+        self.report, self.out, self.reader = name, out, reader
+        im = ncu_report.IMetric
+        # IMetric.as_double & co. only forward to the extension's flat functions; calling
+        # those directly saves a Python frame per value, ~10% of a load.
+        flat = getattr(ncu_report, "_ncu_report", None)
+        as_double = getattr(flat, "IMetric_as_double", im.as_double)
+        as_uint64 = getattr(flat, "IMetric_as_uint64", im.as_uint64)
+        as_string = getattr(flat, "IMetric_as_string", im.as_string)
+        self.getters = {
+            im.ValueKind_DOUBLE: (as_double, FLOAT),
+            im.ValueKind_FLOAT: (as_double, FLOAT),
+            im.ValueKind_UINT32: (as_uint64, INT),
+            im.ValueKind_UINT64: (as_uint64, INT),
+            im.ValueKind_STRING: (as_string, TEXT),
+        }
+        self.uint_kinds = {im.ValueKind_UINT32, im.ValueKind_UINT64}
+        self.metric_types = {im.MetricType_COUNTER: "counter", im.MetricType_RATIO: "ratio",
+                             im.MetricType_THROUGHPUT: "throughput", im.MetricType_OTHER: "other"}
+        # Older ncu_report modules (the one Nsight Compute 2025.3 ships in extras/python)
+        # lack some of these names: map what the module has, so any ncu 2025.x reader works.
+        ia = ncu_report.IAction
+        self.workload_types = {getattr(ia, f"WorkloadType_{n.upper()}"): n
+                               for n in ("kernel", "range", "graph", "cmdlist", "subgrid_schedule")
+                               if hasattr(ia, f"WorkloadType_{n.upper()}")}
+        self.msg_types = {int(t): t.name.lower() for t in getattr(ncu_report, "MsgType", ())}
+        self.speedup_types = {int(t): t.name.lower() for t in getattr(ncu_report, "SpeedupType", ())}
+        self.cols = {t: {name: [] for name in s.names} for t, s in STAGE_SCHEMAS.items()}
+        self.metric_keys: dict[str, int] = {}  # metric name -> key of its (name, unit, type) in metric_info
+        self.metric_info: list[tuple[str, str, str]] = []
+        # Keep the context alive as long as its ranges and actions are used: older
+        # ncu_report modules (2025.3) free the report with it, and a range of a freed
+        # report crashes on first use.
+        self.context = ncu_report.load_report(path)
+        self.slots = self._slots(self.context)
+        self.launches = len(self.slots)
+        self.meta: dict[str, Any] = {"total": self.launches, "first": None, "start_ns": None}
+
+    def read(self, idx: int, part: str) -> str:
+        """Read part METRICS, CODE or ALL of launch `idx`; its kernel name."""
+        ri, ai, rng = self.slots[idx]
+        try:
+            action = rng.action_by_idx(ai)
+            name = action.name(self.nr.IAction.NameBase_FUNCTION) if action is not None else None
+            if name is None:  # what the last result of a truncated report looks like
+                raise _Damaged()
+            pcs = None
+            if part != CODE:
+                first, start_ns, pcs = self._read_launch(action, idx, ri, ai)
+                if self.meta["first"] is None or first["launch_idx"] < self.meta["first"]["launch_idx"]:
+                    self.meta["first"] = first
+                if start_ns is not None:
+                    self.meta["start_ns"] = min(start_ns, self.meta["start_ns"] or start_ns)
+            if part != METRICS:
+                self._read_code(action, idx, pcs)
+                self._read_rules(action, idx)
+        except _Damaged as e:
+            raise ReportError(f"{self.report}: report is truncated or damaged: action {idx} unreadable; collect "
+                              "it again (or check it by opening it in Nsight Compute)") from e
+        return name
+
+    def finish(self) -> dict:
+        self._write()
+        return self.meta
+
+    def warm_up(self) -> bool:
+        """Disassemble one instruction, to get ncu_report's set-up done; whether it was."""
+        ri, ai, rng = self.slots[0]
+        action = rng.action_by_idx(ai)
+        starts = action.metric_by_name(FUNCTION_PCS) if action is not None else None
+        if starts is None or not starts.num_instances() or starts.kind(0) not in self.uint_kinds:
+            return False
+        return bool(action.sass_by_pc(starts.as_uint64(0)))
+
+    def _slots(self, ctx: Any) -> list[tuple[int, int, Any]]:
+        if ctx.num_ranges() == 0:
+            # What an empty, text or early-truncated file gives: a context with no ranges.
+            raise ReportError(f"{self.report}: not an Nsight Compute report, or truncated before its first result "
+                              "(ncu_report finds nothing in it); give a .ncu-rep written by ncu -o")
+        slots = []
+        for ri in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(ri)
+            if rng is None:
+                raise ReportError(f"{self.report}: report is truncated or damaged: range {ri} unreadable; collect it again")
+            slots.extend((ri, ai, rng) for ai in range(rng.num_actions()))
+        if not slots:
+            raise ReportError(f"{self.report}: holds no profiled kernel launch (truncated, or ncu profiled nothing); "
+                              "collect it again")
+        return slots
+
+    # -- the metrics part of a launch --------------------------------------------------
+
+    def _read_launch(self, action: Any, idx: int, ri: int, ai: int) -> tuple[dict, int | None, set[int]]:
+        """launches, metrics, sass_counts, stalls and opcodes rows of one launch; the
+        device facts and the start timestamp for the reports row, and the PCs."""
+        scalars, instanced, n_metrics = self._read_metrics(action, idx)
+        ia = self.nr.IAction
+        duration = _number(scalars.get(DURATION))
+        scale = NS_PER_UNIT.get(self.metric_info[self.metric_keys[DURATION]][1]) if DURATION in self.metric_keys else None
+        self._append("launches", [{
+            "launch_idx": idx, "range_idx": ri, "action_idx": ai,
+            "kernel_mangled": action.name(ia.NameBase_MANGLED), "kernel_demangled": action.name(ia.NameBase_DEMANGLED),
+            "kernel_function": action.name(ia.NameBase_FUNCTION),
+            "workload_type": self.workload_types.get(action.workload_type()),
+            "num_metrics": n_metrics,
+            "duration_ns": duration * scale if duration is not None and scale else None,
+            **{col: _number(scalars.get(metric)) for col, metric in LAUNCH_METRICS.items()},
+        }])
+
+        fstarts = sorted(v for v in instanced.get(FUNCTION_PCS, ((), (), NONE))[1] if isinstance(v, int))
+        ie = instanced.get("inst_executed")
+        anchor = _anchor(fstarts, ie[0] if ie and ie[2] == INT else ())
+        per_pc = {name: dict(zip(ids, values)) for name, (ids, values, islot) in instanced.items()
+                  if islot == INT and _is_code(ids, anchor)}
+        pcs: set[int] = set().union(*per_pc.values())
+        if per_pc:
+            self._sass_counts(idx, per_pc, pcs, fstarts)
+        self._opcodes(idx, instanced)
+
+        first = {"launch_idx": idx, "device_name": _text(scalars.get("device__attribute_display_name")),
+                 "cc_major": scalars.get("device__attribute_compute_capability_major"),
+                 "cc_minor": scalars.get("device__attribute_compute_capability_minor")}
+        starts = [t for name, (ids, _, slot) in instanced.items()
+                  if name.startswith(START_TIMESTAMP) and slot == INT for t in ids]
+        return first, min(starts) if starts else None, pcs
+
+    def _read_metrics(self, action: Any, idx: int) -> tuple[dict, dict, int]:
+        """Every metric of the action into the metrics staging columns: the aggregate
+        row, then one row per instance. Returns the aggregate values by name, the
+        instanced metrics as name -> (correlation ids, values, id slot), and the number
+        of metrics."""
+        names = action.metric_names()
+        if not names:
+            raise _Damaged()
+        c = self.cols["metrics"]
+        c_key, c_inst, c_cid, c_cname = c["key"], c["instance"], c["correlation_id"], c["correlation_name"]
+        c_f, c_i, c_s = c["v_float"], c["v_int"], c["value_string"]
+        by_name, getters, keys = action.metric_by_name, self.getters, self.metric_keys
+        scalars: dict[str, Any] = {}
+        instanced: dict[str, tuple[list, list, int]] = {}
+        rows = 0
+        for name in names:
+            m = _metric(by_name, name)
+            got = getters.get(m.kind())
+            value = got[0](m) if got is not None else None
+            if not value and not m.has_value():  # held without a value: reads as 0, stored as NULL
+                value = None
+            slot = got[1] if value is not None else NONE
+            scalars[name] = value
+            # name, unit and type are stored once (an Arrow dictionary) and every row of
+            # the metric refers to them by key; a metric's unit and type are the same in
+            # every launch of a report, so they are asked for once.
+            key = keys.get(name)
+            if key is None:
+                key = keys[name] = len(keys)
+                self.metric_info.append((name, m.unit(), self.metric_types.get(m.metric_type(), "other")))
+            k = m.num_instances()
+            rows += 1 + k
+            c_key.extend([key] * (k + 1))
+            c_inst.append(None)
+            c_cid.append(None)
+            c_cname.append(None)
+            c_f.append(value if slot == FLOAT else None)
+            c_i.append(value if slot == INT else None)
+            c_s.append(value if slot == TEXT else None)
+            if not k:
+                continue
+            # An instance's kind can differ from the aggregate's (launch__occupancy_per_*:
+            # double aggregate, integer instances; numa__*: integer aggregate, text instances).
+            values, vslot = self._instances(m, k)
+            ids_metric = m.correlation_ids()
+            ids, islot = self._instances(ids_metric, k) if ids_metric is not None else ([None] * k, NONE)
+            instanced[name] = (ids, values, islot)
+            nones = [None] * k
+            c_inst.extend(range(k))
+            c_cid.extend(ids if islot == INT else nones)
+            c_cname.extend(ids if islot == TEXT else nones)
+            if vslot == MIXED:
+                c_f.extend(v if isinstance(v, float) else None for v in values)
+                c_i.extend(v if isinstance(v, int) else None for v in values)
+                c_s.extend(v if isinstance(v, str) else None for v in values)
+            else:
+                c_f.extend(values if vslot == FLOAT else nones)
+                c_i.extend(values if vslot == INT else nones)
+                c_s.extend(values if vslot == TEXT else nones)
+        c["launch_idx"].extend([idx] * rows)
+        return scalars, instanced, len(names)
+
+    def _instances(self, m: Any, k: int) -> tuple[list, int]:
+        first = m.kind(0)
+        got = self.getters.get(first)
+        if got is None:
+            return [None] * k, NONE
+        if k > 1 and m.kind(k - 1) != first:
+            # Not seen in ncu 2025.3 reports; read each instance by its own kind.
+            return [m.value(j) for j in range(k)], MIXED
+        get, slot = got
+        return [get(m, j) for j in range(k)], slot
+
+    def _sass_counts(self, idx: int, per_pc: dict[str, dict], pcs: set[int], fstarts: list[int]) -> None:
+        """The counter columns of sass, and stalls, from the per-PC metrics."""
+        stalls: dict[tuple[int, str], list[int]] = {}
+        for name, by_pc in per_pc.items():
+            if not name.startswith(STALL_PREFIX):
+                continue
+            reason, col = name[len(STALL_PREFIX):], 0
+            if reason.endswith(NOT_ISSUED):
+                reason, col = reason[: -len(NOT_ISSUED)], 1
+            for pc, v in by_pc.items():
+                if v:
+                    stalls.setdefault((pc, reason), [0, 0])[col] += int(v)
+        not_issued: dict[int, int] = {}
+        for (pc, _), (_, ni) in stalls.items():
+            not_issued[pc] = not_issued.get(pc, 0) + ni
+        have_stalls = any(name.startswith(STALL_PREFIX) for name in per_pc)
+
+        rows = []
+        lowest = min(pcs)
+        for pc in sorted(pcs):
+            k = bisect_right(fstarts, pc) - 1
+            start = fstarts[k] if k >= 0 else lowest
+            row = {"launch_idx": idx, "pc": pc, "function_pc": start, "func_offset": pc - start,
+                   "pcsamp_samples_not_issued": not_issued.get(pc, 0) if have_stalls else None}
+            for col, metric in SASS_METRICS.items():
+                # A PC that a collected metric does not list did not count for it: 0.
+                row[col] = _integer(per_pc[metric].get(pc, 0)) if metric in per_pc else None
+            rows.append(row)
+        self._append("sass_counts", rows)
+        self._append("stalls", [
+            {"launch_idx": idx, "pc": pc, "reason": reason, "samples": s, "samples_not_issued": ni}
+            for (pc, reason), (s, ni) in sorted(stalls.items())
+        ])
+
+    def _opcodes(self, idx: int, instanced: dict) -> None:
+        """ncu's per-opcode counts (InstructionStats). Without them the parent sums
+        sass.inst_executed by opcode instead (source 'sass')."""
+        ids, values, islot = instanced.get(OPCODE_METRIC, ((), (), NONE))
+        if islot != TEXT:
+            return
+        tids, tvalues, tslot = instanced.get(OPCODE_THREAD_METRIC, ((), (), NONE))
+        threads = dict(zip(tids, tvalues)) if tslot == TEXT else {}
+        self._append("opcodes", [
+            {"launch_idx": idx, "opcode": op, "executed": _integer(v), "thread_executed": _integer(threads.get(op)),
+             "source": "ncu"} for op, v in zip(ids, values) if v is not None
+        ])
+
+    # -- the code part of a launch -----------------------------------------------------
+
+    def _read_code(self, action: Any, idx: int, pcs: set[int] | None = None) -> None:
+        """sass_code rows: disassembly and source line of every PC that a per-PC metric
+        lists (`pcs`, when the metrics part just read them in this process)."""
+        if pcs is None:
+            pcs = self._code_pcs(action)
+        rows = []
+        for pc in sorted(pcs):
+            text = action.sass_by_pc(pc) or ""
+            guard, full = _split_sass(text)
+            info = action.source_info(pc)
+            rows.append({"launch_idx": idx, "pc": pc, "opcode": full.split(".", 1)[0] if full else None,
+                         "opcode_full": full, "guard": guard, "sass": text or None,
+                         "source_file": info.file_name() if info is not None else None,
+                         "source_line": info.line() if info is not None else None})
+        self._append("sass_code", rows)
+
+    def _code_pcs(self, action: Any) -> set[int]:
+        """The PCs the per-PC metrics list, reading only correlation ids (the values are
+        the metrics part's, maybe in another process)."""
+        by_name, uint_kinds = action.metric_by_name, self.uint_kinds
+        fpcs = by_name(FUNCTION_PCS)
+        fstarts = sorted(fpcs.as_uint64(j) for j in range(fpcs.num_instances())) if fpcs is not None else []
+        ie = by_name("inst_executed")
+        ie_ids = ie.correlation_ids() if ie is not None and ie.num_instances() else None
+        anchor = _anchor(fstarts, [ie_ids.as_uint64(j) for j in range(ie.num_instances())]
+                         if ie_ids is not None and ie_ids.kind(0) in uint_kinds else ())
+        pcs: set[int] = set()
+        if anchor is None:
+            return pcs
+        for name in action.metric_names():
+            m = _metric(by_name, name)
+            k = m.num_instances()
+            ids_metric = m.correlation_ids() if k else None
+            # Look at the first id before reading them all: most instanced metrics are
+            # indexed from 0 or by timestamp and fail at once.
+            if ids_metric is None or ids_metric.kind(0) not in uint_kinds \
+                    or not 0 <= ids_metric.as_uint64(0) - anchor < MAX_CODE_BYTES:
+                continue
+            ids = [ids_metric.as_uint64(j) for j in range(k)]
+            if _is_code(ids, anchor):
+                pcs.update(ids)
+        return pcs
+
+    def _read_rules(self, action: Any, idx: int) -> None:
+        rows = []
+        for k, rule in enumerate(action.rule_results()):
+            msg = rule.rule_message() if rule.has_rule_message() else {}
+            speedup = rule.speedup_estimation() if rule.has_speedup_estimation() else None
+            rows.append({
+                "launch_idx": idx, "rule_idx": k, "rule_id": rule.rule_identifier(),
+                "section_id": rule.section_identifier(), "name": rule.name(),
+                "title": msg.get("title"), "message": msg.get("message"),
+                "msg_type": self.msg_types.get(msg["type"], str(msg["type"])) if "type" in msg else None,
+                "speedup_type": self.speedup_types.get(speedup["type"], str(speedup["type"])) if speedup else None,
+                "estimated_speedup": speedup["speedup"] if speedup else None,
+            })
+        self._append("ncu_rules", rows)
+
+    # -- output -----------------------------------------------------------------------
+
+    def _append(self, table: str, rows: list[dict]) -> None:
+        for name, col in self.cols[table].items():
+            col.extend(row[name] for row in rows)
+
+    def _write(self) -> None:
+        for table, schema in STAGE_SCHEMAS.items():
+            cols = self.cols[table]
+            try:
+                arrays = [pa.array(cols[f.name], f.type) for f in schema]
+                if table == "metrics":
+                    arrays, schema = self._metric_names(arrays, schema)
+                arrow = pa.Table.from_arrays(arrays, schema=schema)
+            except (pa.ArrowException, UnicodeError) as e:
+                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise ReportError(f"{self.report}: report is damaged: its {table} data cannot be stored ({reason}); "
+                                  "collect it again") from e
+            with pa.ipc.new_file(str(self.out / f"{table}.{self.reader}.arrow"), schema) as w:
+                w.write_table(arrow)
+
+    def _metric_names(self, arrays: list[pa.Array], schema: pa.Schema) -> tuple[list[pa.Array], pa.Schema]:
+        """Replace the key column by name, unit and metric_type dictionary columns."""
+        at = schema.get_field_index("key")
+        keys = arrays.pop(at)
+        schema = schema.remove(at)
+        for i, col in enumerate(("name", "unit", "metric_type")):
+            values = pa.array([info[i] for info in self.metric_info], pa.string())
+            arrays.append(pa.DictionaryArray.from_arrays(keys, values))
+            schema = schema.append(pa.field(col, pa.dictionary(pa.int32(), pa.string())))
+        return arrays, schema
+
+
+def _anchor(fstarts: list[int], inst_executed_pcs: Iterable[int]) -> int | None:
+    """Lowest address of the launch's code: its first function's start, else the lowest
+    PC inst_executed lists; None when neither is known (then no metric is per-PC)."""
+    return fstarts[0] if fstarts else min(inst_executed_pcs, default=None)
+
+
+def _is_code(ids: list, anchor: int | None) -> bool:
+    return anchor is not None and bool(ids) and anchor <= min(ids) and max(ids) - anchor < MAX_CODE_BYTES
+
+
+def _split_sass(text: str) -> tuple[str | None, str | None]:
+    """('@!P0', 'SYNCS.PHASECHK.TRANS64.TRYWAIT') from '@!P0 SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ+0x8], R2 ;'."""
+    parts = text.split()
+    guard = parts.pop(0) if parts and parts[0].startswith("@") else None
+    return guard, parts[0].rstrip(";") if parts else None
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def _integer(v: Any) -> int | None:
+    return int(round(v)) if isinstance(v, (int, float)) else None
+
+
+def _text(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--serve"]:
+        sys.exit("usage: python -m wsperf.collectors.ncu_reader --serve  (wsperf's report reader; see collectors/ncu.py)")
+    sys.exit(_serve())
