@@ -10,6 +10,8 @@ busy with other work weighs on both alike (median of N, default 5):
            metric of every action, aggregate and instances (the typed accessors)
   analyze  the `wsperf` console script: analyze REPORT (text output to /dev/null):
            interpreter start, imports, reader processes, DuckDB store, roles, hypotheses
+  serial   the same with WSPERF_NO_PRESTART=1: the readers start only when the load
+           begins (after the command's imports), as before collectors/prestart.py
   help     `wsperf --help`
 
 and prints the medians and the ratio analyze / bare. Targets: analyze
@@ -20,6 +22,7 @@ cProfile (the top 25 by cumulative time) and the slowest imports (-X importtime)
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -58,8 +61,12 @@ print(n)
 
 
 def wall(cmd: list[str]) -> float:
+    env = None
+    if cmd and cmd[0] == "env":  # env NAME=VALUE CMD...
+        env = {**os.environ, **dict(a.split("=", 1) for a in cmd[1:] if "=" in a and not a.startswith("/"))}
+        cmd = [a for a in cmd[1:] if not ("=" in a and not a.startswith("/"))]
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t
 
 
@@ -73,6 +80,7 @@ def main() -> int:
     runs = {
         "bare": [sys.executable, "-c", BARE, str(args.report)],
         "analyze": [exe, "analyze", str(args.report)],
+        "serial": ["env", "WSPERF_NO_PRESTART=1", exe, "analyze", str(args.report)],
         "help": [exe, "--help"],
     }
     for cmd in runs.values():  # untimed: warm the page cache and the .pyc files
@@ -85,6 +93,7 @@ def main() -> int:
     for k, v in times.items():
         print(f"{k:8s} median {med[k]:.3f} s   (min {min(v):.3f}, max {max(v):.3f}, n={len(v)})")
     ratio = med["analyze"] / med["bare"]
+    print(f"serial / analyze = {med['serial'] / med['analyze']:.2f}x   (what starting the readers early saves)")
     print(f"analyze / bare = {ratio:.2f}x   (target <= {TARGET_RATIO:.0f}x; analyze target <= {TARGET_S:.1f} s)")
     print(f"report: {args.report}")
     if args.profile:
