@@ -30,6 +30,7 @@ from typing import Iterable, Mapping
 import duckdb
 
 from wsperf.analyses.sql import check_kernel_regex
+from wsperf.collectors.bundle import ENVIRONMENT
 from wsperf.collectors.errors import InputError, StoreError
 from wsperf.collectors.metrics import BY_NAME as _FIGURES
 
@@ -201,8 +202,6 @@ def _git(args: list[str], cwd: Path | None) -> str | None:
 
 def _bundle_environment(bundles: Iterable[Path]) -> tuple[str | None, str | None]:
     """(driver, ncu version) from the first bundle whose environment.json says so."""
-    from wsperf.collectors.bundle import ENVIRONMENT
-
     driver = ncu = None
     for b in bundles:
         try:

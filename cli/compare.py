@@ -25,6 +25,7 @@ from wsperf.analyses.config import load_config
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, load_progress
+from wsperf.cli.common import out
 from wsperf.cli.nsys import compare_exports
 from wsperf.collectors.errors import ExitCode, InputError
 from wsperf.collectors.files import write_output
@@ -117,8 +118,6 @@ def _write(fmt: CompareFormat, result: CompareResult, out_file: Path | None, cha
     charts written into `charts_dir`."""
     if fmt is CompareFormat.text:
         if out_file is None:
-            from wsperf.cli.common import out
-
             compare_text(result, out)
             return
         buf = io.StringIO()

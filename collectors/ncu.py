@@ -61,6 +61,7 @@ from wsperf.collectors import prestart
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
 from wsperf.collectors.ncu_reader import ALL, CODE, METRICS, READER_MAX_RSS, STAGE_SCHEMAS
+from wsperf.collectors.store import TABLES, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -91,8 +92,6 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
     """Load the report at `path` into the store `con` (from `store.open_store`), in one
     transaction. Raises ReportError when the file is missing, empty, not a report,
     truncated or damaged (the store is then unchanged)."""
-    from wsperf.collectors.store import TABLES, transaction  # the reader processes never need DuckDB
-
     p = Path(path)
     with _scratch(p) as tmp:
         # The readers read a private copy, never the user's path: a report replaced or

@@ -53,6 +53,7 @@ import pyarrow as pa
 
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import GiB, read_input
+from wsperf.collectors.store import transaction
 
 SCHEMA = "sanitizer_schema.sql"
 MAX_XML_BYTES = 2 * GiB  # 100,000 records are 185 MB; bigger is not one repro's findings
@@ -228,8 +229,6 @@ def load_sanitizer_xml(con: Any, path: str | os.PathLike[str], *, tool: str | No
     """Parse the XML at `path` and add it to the store `con` (from `store.open_store`) as
     a new run, in one transaction: a file that fails to parse or load leaves the store
     as it was. `command`, when given, is stored as the command that wrote the file."""
-    from wsperf.collectors.store import transaction
-
     p = Path(path)
     data = _read(p)
     output = parse_sanitizer_xml(data, tool=tool, source=str(p))
