@@ -1,0 +1,165 @@
+"""The README's examples show what wsperf really prints. Every `$ wsperf ...` line inside a
+fenced block of README.md is run (in this process, each once per module, from a scratch
+directory whose `fixtures` is the repository's), and the lines under it, up to the next
+`$ ` line or the end of the block, must be its output, stdout and stderr as a terminal
+shows them. Output is COLUMNS=100 wide unless the command line starts with `COLUMNS=N`;
+the command exits 0 unless its line ends with a comment `# exit N`.
+
+Allowed differences: a line whose text starts with `…` is a declared cut and stands for
+any number of lines (exactly N when it says `N lines`); the time of day in run labels and
+dates, the scratch directory and the version string are normalised; trailing spaces are
+ignored."""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import wsperf
+from support import ROOT
+from wsperf.cli import common
+from wsperf.cli.main import app
+
+README = ROOT / "README.md"
+DEFAULT_COLUMNS = 100
+CUT = "…"
+
+
+@dataclass(frozen=True)
+class Example:
+    line: int                # of the `$ wsperf` line in README.md
+    columns: int
+    exit_code: int
+    argv: tuple[str, ...]    # after `wsperf`
+    expected: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return f"L{self.line}-{self.argv[0]}"
+
+
+def examples(text: str) -> list[Example]:
+    """Each `$ wsperf ...` of the fenced blocks with the lines shown under it."""
+    found: list[Example] = []
+    fence, current = None, None
+    for no, line in enumerate(text.splitlines(), 1):
+        if fence is None:
+            m = re.match(r"\s*(```+)", line)
+            fence = m.group(1) if m else None
+            continue
+        if line.strip() == fence:
+            fence, current = None, None
+            continue
+        if line.startswith("$ "):
+            words = shlex.split(line[2:], comments=True)
+            code = re.search(r"#\s*exit (\d+)\s*$", line)
+            columns = DEFAULT_COLUMNS
+            if words and words[0].startswith("COLUMNS="):
+                columns = int(words.pop(0).split("=", 1)[1])
+            current = None
+            if words and words[0] == "wsperf":
+                current = Example(no, columns, int(code.group(1)) if code else 0, tuple(words[1:]), ())
+                found.append(current)
+            continue
+        if current is not None:
+            found[-1] = current = Example(current.line, current.columns, current.exit_code, current.argv,
+                                          (*current.expected, line))
+    return found
+
+
+def _normalise(line: str, scratch: str) -> str:
+    line = line.replace(scratch + "/", "").replace(f"{ROOT}/", "").replace(wsperf.version(), "<version>")
+    line = re.sub(r"\d{8}T\d{6}", "<yyyymmddThhmmss>", line)
+    line = re.sub(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", "<yyyy-mm-dd hh:mm>", line)
+    return line.rstrip()
+
+
+def mismatch(expected: tuple[str, ...], actual: list[str]) -> str | None:
+    """None when `actual` is `expected` with its cut lines standing for what they cut;
+    else where they part."""
+    @functools.cache
+    def match(e: int, a: int) -> bool:
+        if e == len(expected):
+            return a == len(actual)
+        head = expected[e].strip()
+        if head.startswith(CUT):
+            n = re.search(r"\b(\d+) (?:more )?lines?\b", head)
+            ends = [a + int(n.group(1))] if n else range(a, len(actual) + 1)
+            return any(end <= len(actual) and match(e + 1, end) for end in ends)
+        return a < len(actual) and expected[e] == actual[a] and match(e + 1, a + 1)
+
+    if match(0, 0):
+        return None
+    # Where they part: the first shown line not printed where the README puts it.
+    at, after_cut = 0, False
+    for e, line in enumerate(expected):
+        if line.strip().startswith(CUT):
+            after_cut = True
+            continue
+        found = (actual.index(line, at) if line in actual[at:] else None) if after_cut else \
+            (at if at < len(actual) and actual[at] == line else None)
+        if found is None:
+            got = "" if after_cut else f"\n  actual: {actual[at] if at < len(actual) else '<end>'!r}"
+            return f"README block line {e + 1}:\n  README: {line!r}{got}\nactual output:\n" + "\n".join(actual)
+        at, after_cut = found + 1, False
+    return "the README block ends before the output does (no cut marker at its end)\nactual output:\n" + "\n".join(actual)
+
+
+EXAMPLES = examples(README.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    """Every example run once, in README order (later ones may read what earlier ones
+    stored), from a scratch directory: {line: (exit code, normalised output lines)}."""
+    scratch = tmp_path_factory.mktemp("readme")
+    (scratch / "fixtures").symlink_to(ROOT / "fixtures")
+    runner, results = CliRunner(), {}
+    width = common.out.width
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(scratch)
+        mp.setenv("NO_COLOR", "1")
+        for ex in EXAMPLES:
+            common.out.width = ex.columns  # what COLUMNS gives a piped `wsperf` at start-up
+            r = runner.invoke(app, list(ex.argv))
+            assert r.exception is None or isinstance(r.exception, SystemExit), (ex.argv, r.output)
+            results[ex.line] = (r.exit_code, [_normalise(l, str(scratch)) for l in r.output.splitlines()])
+    common.out.width = width
+    return results
+
+
+def test_readme_has_its_examples():
+    # The parser found the blocks (a README reorganised into a form it misses must not pass silently).
+    commands = {ex.argv[0] for ex in EXAMPLES}
+    assert {"analyze", "compare", "history", "worksheet"} <= commands, commands
+
+
+@pytest.mark.parametrize("ex", EXAMPLES, ids=lambda ex: ex.id)
+def test_readme_example_is_real_output(ex: Example, outputs):
+    code, actual = outputs[ex.line]
+    assert code == ex.exit_code, f"README.md:{ex.line} wsperf {shlex.join(ex.argv)} exited {code}:\n" + "\n".join(actual)
+    expected = tuple(_normalise(l, "\0") for l in ex.expected)
+    problem = mismatch(expected, actual)
+    assert problem is None, f"README.md:{ex.line} `wsperf {shlex.join(ex.argv)}` no longer prints what it shows; {problem}"
+
+
+def test_a_changed_number_is_caught(outputs):
+    # The comparison can fail: one digit changed in a real output, or a line dropped
+    # without a cut marker, is a mismatch; a cut marker may stand for those lines.
+    ex = next(ex for ex in EXAMPLES if ex.argv[0] == "compare")
+    actual = outputs[ex.line][1]
+    i = next(i for i, l in enumerate(actual) if re.search(r"\d", l))
+    changed = list(actual)
+    changed[i] = re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), changed[i], count=1)
+    assert mismatch(tuple(actual), actual) is None
+    assert mismatch(tuple(changed), actual) is not None
+    assert mismatch(tuple(actual[:i] + actual[i + 1:]), actual) is not None
+    assert mismatch((*actual[:i], f"{CUT} (1 line cut)", *actual[i + 1:]), actual) is None
+    assert mismatch((*actual[:i], f"{CUT} (2 lines cut)", *actual[i + 1:]), actual) is not None
+    assert mismatch((*actual[:i], f"{CUT} (the rest cut)"), actual) is None
