@@ -16,7 +16,6 @@ import functools
 import re
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -75,6 +74,7 @@ def examples(text: str) -> list[Example]:
 
 def _normalise(line: str, scratch: str) -> str:
     line = line.replace(scratch + "/", "").replace(f"{ROOT}/", "").replace(wsperf.version(), "<version>")
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)  # a CI that forces colour (FORCE_COLOR)
     line = re.sub(r"\d{8}T\d{6}", "<yyyymmddThhmmss>", line)
     line = re.sub(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", "<yyyy-mm-dd hh:mm>", line)
     return line.rstrip()
@@ -108,7 +108,8 @@ def mismatch(expected: tuple[str, ...], actual: list[str]) -> str | None:
             got = "" if after_cut else f"\n  actual: {actual[at] if at < len(actual) else '<end>'!r}"
             return f"README block line {e + 1}:\n  README: {line!r}{got}\nactual output:\n" + "\n".join(actual)
         at, after_cut = found + 1, False
-    return "the README block ends before the output does (no cut marker at its end)\nactual output:\n" + "\n".join(actual)
+    return ("the README block ends before the output does (no cut marker at its end)\nactual output:\n"
+            + "\n".join(actual))
 
 
 EXAMPLES = examples(README.read_text(encoding="utf-8"))
@@ -125,12 +126,14 @@ def outputs(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(scratch)
         mp.setenv("NO_COLOR", "1")
-        for ex in EXAMPLES:
-            common.out.width = ex.columns  # what COLUMNS gives a piped `wsperf` at start-up
-            r = runner.invoke(app, list(ex.argv))
-            assert r.exception is None or isinstance(r.exception, SystemExit), (ex.argv, r.output)
-            results[ex.line] = (r.exit_code, [_normalise(l, str(scratch)) for l in r.output.splitlines()])
-    common.out.width = width
+        try:
+            for ex in EXAMPLES:
+                common.out.width = ex.columns  # what COLUMNS gives a piped `wsperf` at start-up
+                r = runner.invoke(app, list(ex.argv))
+                assert r.exception is None or isinstance(r.exception, SystemExit), (ex.argv, r.output)
+                results[ex.line] = (r.exit_code, [_normalise(l, str(scratch)) for l in r.output.splitlines()])
+        finally:
+            common.out.width = width
     return results
 
 
@@ -143,10 +146,10 @@ def test_readme_has_its_examples():
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda ex: ex.id)
 def test_readme_example_is_real_output(ex: Example, outputs):
     code, actual = outputs[ex.line]
-    assert code == ex.exit_code, f"README.md:{ex.line} wsperf {shlex.join(ex.argv)} exited {code}:\n" + "\n".join(actual)
-    expected = tuple(_normalise(l, "\0") for l in ex.expected)
-    problem = mismatch(expected, actual)
-    assert problem is None, f"README.md:{ex.line} `wsperf {shlex.join(ex.argv)}` no longer prints what it shows; {problem}"
+    shown = f"README.md:{ex.line} `wsperf {shlex.join(ex.argv)}`"
+    assert code == ex.exit_code, f"{shown} exited {code}:\n" + "\n".join(actual)
+    problem = mismatch(tuple(_normalise(l, "\0") for l in ex.expected), actual)
+    assert problem is None, f"{shown} no longer prints what it shows; {problem}"
 
 
 def test_a_changed_number_is_caught(outputs):
