@@ -71,6 +71,10 @@ class Hypothesis:
     # `missing` (the header's text: what to collect) as its summary.
     requires: tuple[str, ...] = ()
     missing: str = ""
+    # Tables the query reads where present (`optional:` maps each to its DuckDB column list):
+    # while one is absent the query reads an empty temporary stand-in, so the verdict rests on
+    # the other evidence, and the stand-in's columns stay out of the evidence.
+    optional: dict[str, str] = field(default_factory=dict)
 
     @property
     def params(self) -> set[str]:
@@ -138,6 +142,7 @@ def catalogue() -> tuple[Hypothesis, ...]:
             experiment=" ".join(str(doc.get("experiment", "")).split()),
             requires=tuple(str(t) for t in doc.get("requires") or ()),
             missing=" ".join(str(doc.get("missing", "")).split()),
+            optional={str(t): str(c) for t, c in (doc.get("optional") or {}).items()},
         ))
     return tuple(out)
 
@@ -180,13 +185,20 @@ def evaluate(
             continue
         values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
         params = {k: v for k, v in values.items() if k in h.params}
+        stand_ins = {t: c for t, c in h.optional.items() if t not in present}
+        for t, c in stand_ins.items():
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {t} ({c})")
+        left_out = {c.split()[0] for cs in stand_ins.values() for c in cs.split(",")} - {"launch_id"}
         try:
             cur = con.execute(h.sql, params)
+            cols, rows = [d[0] for d in cur.description], cur.fetchall()
         except duckdb.Error as e:
             raise QueryError(f"hypothesis {h.id}: {str(e).strip().splitlines()[0]}") from None
-        cols = [d[0] for d in cur.description]
-        for row in cur.fetchall():
-            rec = dict(zip(cols, row))
+        finally:
+            for t in stand_ins:
+                con.execute(f"DROP TABLE IF EXISTS temp.main.{t}")
+        for row in rows:
+            rec = {k: v for k, v in zip(cols, row) if k not in left_out}
             lid = rec.pop("launch_id")
             if lid not in by_launch:
                 continue

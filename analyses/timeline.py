@@ -6,7 +6,9 @@ where the pipeline bubbles are. SQL over the tables `collectors/timeline.py` fil
   same kernel when reports are given (`match_launch`), else to a launch of its own;
 - `summarize_timeline`: per timeline, per-role time shares (each event's intervals over
   the role's warp lifetimes), the intervals of the first sampled CTAs (the chart lanes),
-  the ring's stage occupancy over time, and the `pipeline-bubbles` verdict.
+  the ring's stage occupancy over time, the `pipeline-bubbles` verdict, and the
+  `serialized-roles` verdict, which the timeline's copy/compute overlap decides (with
+  `--report`, beside what the launch's PC samples say).
 
 Stage occupancy: a stage is full from the end of the producer's copy of tile `seq` to the
 end of the last consumer compute on that tile (its release), per CTA; the occupancy is
@@ -22,11 +24,13 @@ from typing import Iterable
 import duckdb
 
 from wsperf.analyses.hypotheses import Finding, evaluate
+from wsperf.analyses.roles import build_roles
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.ncu import load_reports
-from wsperf.collectors.timeline import TimelineLoad, load_timeline, match_launch, read_trace
+from wsperf.collectors.timeline import TimelineLoad, kernel_instance, load_timeline, match_launch, read_trace
 
 BUBBLES = "pipeline-bubbles"
+SERIALIZED = "serialized-roles"
 LANE_CTAS = 4  # CTAs drawn as lanes (every warp of each), the first sampled ones
 MAX_INTERVALS = 20_000  # intervals handed to a chart at most
 
@@ -98,6 +102,11 @@ class TimelineSummary:
     occupancy: tuple[Occupancy, ...]
     bubbles: Finding | None
     pm_samples: tuple[PmSample, ...] = ()  # the joined Nsight Compute launch's stall reasons over time
+    serialized: Finding | None = None  # serialized-roles on the launch, the timeline's overlap as evidence
+    # The joined launch's demangled name, and whether it is the trace's own template instance
+    # (False: `--report` held the function only with other template arguments).
+    launch_kernel: str | None = None
+    same_instance: bool = True
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,7 @@ def load_timelines(con: duckdb.DuckDBPyConnection, traces: Iterable[Path], repor
 def summarize_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int) -> TimelineSummary:
     row = con.execute(
         """SELECT t.timeline_id, t.path, t.format, t.kernel, t.launch_id, coalesce(r.kind, 'ncu') <> 'timeline',
-                  t.events, t.full_warps,
+                  l.kernel_demangled, t.events, t.full_warps,
                   (SELECT count(DISTINCT cta) FROM timeline_events e WHERE e.timeline_id = t.timeline_id),
                   (SELECT count(DISTINCT (cta, warp)) FROM timeline_events e WHERE e.timeline_id = t.timeline_id),
                   (SELECT max(t_ns) FROM timeline_events e WHERE e.timeline_id = t.timeline_id)
@@ -142,7 +151,7 @@ def summarize_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int) -> Time
            WHERE t.timeline_id = ?""", [timeline_id]).fetchone()
     if row is None:
         raise InputError(f"no timeline {timeline_id} in the store")
-    tid, path, fmt, kernel, lid, from_report, events, full, ctas, warps, span = row
+    tid, path, fmt, kernel, lid, from_report, launch_kernel, events, full, ctas, warps, span = row
     roles = tuple(RoleShare(*r) for r in con.execute(
         """WITH life AS (
                SELECT cta, warp, any_value(role) AS role, max(t_ns) - min(t_ns) AS life_ns
@@ -171,13 +180,17 @@ def summarize_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int) -> Time
             steps AS (SELECT cta, t, 1 AS d FROM filled UNION ALL SELECT cta, t, -1 FROM freed)
             SELECT cta, t, CAST(sum(sum(d)) OVER (PARTITION BY cta ORDER BY t) AS INTEGER)
             FROM steps GROUP BY cta, t ORDER BY cta, t""", {"t": tid}).fetchall())
+    if from_report:
+        build_roles(con, [lid])  # serialized-roles reads the launch's PC samples by role
     verdicts = evaluate(con, [lid])
     bubbles = next((f for f in verdicts[lid].findings if f.id == BUBBLES), None)
+    serialized = next((f for f in verdicts[lid].findings if f.id == SERIALIZED), None)
     pm = tuple(PmSample(*r) for r in con.execute(
         "SELECT metric, t_ns, value FROM pm_samples WHERE launch_id = ? AND metric LIKE '%issue_stalled%' "
         "ORDER BY metric, t_ns", [lid]).fetchall())
     return TimelineSummary(tid, path, fmt, kernel, lid, bool(from_report), events, ctas, warps, span or 0, full,
-                           roles, intervals, instants, occupancy, bubbles, pm)
+                           roles, intervals, instants, occupancy, bubbles, pm, serialized, launch_kernel,
+                           kernel_instance(kernel or "") in kernel_instance(launch_kernel or ""))
 
 
 def export_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int, limit: int = 2_000_000) -> TimelineExport:

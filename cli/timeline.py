@@ -1,6 +1,7 @@
 """`wsperf timeline`: load role timelines (wsperf traces, Proton / Chrome / Perfetto JSON),
 optionally beside the Nsight Compute report of the same kernel, and show when each role
-works and waits, how full the ring is, and the `pipeline-bubbles` verdict; `--charts`
+works and waits, how full the ring is, and the `pipeline-bubbles` and `serialized-roles`
+verdicts (the latter decided by the timeline's copy/compute overlap); `--charts`
 draws the role lanes and the stage occupancy, `--perfetto` writes the events as one
 Perfetto / Chrome-trace JSON file. `wsperf trace-include` prints the -I flag for
 wsperf_trace.cuh."""
@@ -17,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from wsperf.analyses.hypotheses import Finding
 from wsperf.analyses.timeline import TimelineExport, TimelineSummary, export_timeline, load_timelines, summarize_timeline
 from wsperf.cli.common import check_outputs, emit, error_boundary, load_progress
 from wsperf.cli.render import OutputFormat, _jsonable, duration, md, plain, version
@@ -93,7 +95,8 @@ def timeline(
 ) -> None:
     """When each role works and waits inside one kernel: per-role time shares, the ring's
     stage occupancy and the pipeline-bubbles verdict (prologue, steady-state idle and
-    epilogue shares, copy/compute overlap) from in-kernel role events."""
+    epilogue shares, copy/compute overlap) from in-kernel role events; serialized-roles
+    with the overlap as its evidence."""
     with error_boundary():
         check_outputs(charts_dir, None)
         if perfetto is not None:
@@ -121,8 +124,14 @@ def timeline(
 def _head(s: TimelineSummary) -> str:
     src = "Nsight Compute launch" if s.from_report else "launch"
     dropped = f"; {s.full_warps} warps filled their slots (later events dropped)" if s.full_warps else ""
-    return (f"timeline {s.timeline_id} ({s.format}) {s.kernel or '?'} -> {src} {s.launch_id}: {s.events} events, "
-            f"{s.ctas} CTAs, {s.warps} warps over {duration(s.span_ns)}{dropped}")
+    # A report that runs the function only with other template arguments: say which launch joined.
+    other = "" if s.same_instance or not s.from_report else f" (another instance: {s.launch_kernel})"
+    return (f"timeline {s.timeline_id} ({s.format}) {s.kernel or '?'} -> {src} {s.launch_id}{other}: {s.events} "
+            f"events, {s.ctas} CTAs, {s.warps} warps over {duration(s.span_ns)}{dropped}")
+
+
+def _verdicts(s: TimelineSummary) -> list[Finding]:
+    return [f for f in (s.bubbles, s.serialized) if f is not None]
 
 
 def timeline_text(summaries: list[TimelineSummary], console: Console) -> None:
@@ -135,18 +144,22 @@ def timeline_text(summaries: list[TimelineSummary], console: Console) -> None:
             t.add_row(plain(r.role), plain(r.event), str(r.warps), str(r.intervals), f"{100 * (r.share or 0):.1f}%",
                       duration(r.median_ns))
         console.print(t)
-        if s.bubbles is not None:
-            console.print(plain(f"pipeline-bubbles: {s.bubbles.status.value} - {s.bubbles.summary}"))
+        for f in _verdicts(s):
+            console.print(plain(f"{f.id}: {f.status.value} - {f.summary}"))
         console.print()
 
 
 def _dict(s: TimelineSummary) -> dict[str, Any]:
     return {"timeline_id": s.timeline_id, "path": s.path, "format": s.format, "kernel": s.kernel,
-            "launch_id": s.launch_id, "from_report": s.from_report, "events": s.events, "ctas": s.ctas,
+            "launch_id": s.launch_id, "from_report": s.from_report, "launch_kernel": s.launch_kernel,
+            "same_instance": s.same_instance, "events": s.events, "ctas": s.ctas,
             "warps": s.warps, "span_ns": s.span_ns, "full_warps": s.full_warps,
             "roles": [_jsonable(r) for r in s.roles],
-            "pipeline_bubbles": None if s.bubbles is None else {
-                "status": s.bubbles.status.value, "summary": s.bubbles.summary, "evidence": s.bubbles.evidence}}
+            "pipeline_bubbles": _finding(s.bubbles), "serialized_roles": _finding(s.serialized)}
+
+
+def _finding(f: Finding | None) -> dict[str, Any] | None:
+    return None if f is None else {"status": f.status.value, "summary": f.summary, "evidence": f.evidence}
 
 
 def timeline_json(summaries: list[TimelineSummary]) -> str:
@@ -161,7 +174,7 @@ def timeline_markdown(summaries: list[TimelineSummary]) -> str:
                 "| --- | --- | ---: | ---: | ---: | ---: |"]
         out += [f"| {md(r.role)} | {md(r.event)} | {r.warps} | {r.intervals} | {100 * (r.share or 0):.1f}% | "
                 f"{duration(r.median_ns)} |" for r in s.roles]
-        if s.bubbles is not None:
-            out += ["", f"**pipeline-bubbles: {s.bubbles.status.value}** - {md(s.bubbles.summary)}"]
+        for f in _verdicts(s):
+            out += ["", f"**{f.id}: {f.status.value}** - {md(f.summary)}"]
         out.append("")
     return "\n".join(out) + "\n"

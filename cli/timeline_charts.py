@@ -6,7 +6,9 @@ never from the store; written by `cli.charts.write_charts`.
   (wait, copy, compute, epilogue ...); instants as ticks;
 - `occupancy_chart`: the ring's full stages over time, one line per CTA (a step chart);
 - `pm_stalls_chart`: with `--report`, Nsight Compute's PM samples of the joined launch:
-  warp stall reasons over the launch's time (stacked areas);
+  warp stall reasons over the launch's time, one line per reason (not stacked: ncu samples
+  each pass group in a replay of its own, at its own times, so a stack would add reasons
+  of different replays and fill the gaps between one pass's samples with zeros);
 - `timeline_charts`: all of them, keyed by chart name.
 """
 
@@ -81,9 +83,9 @@ def pm_stalls_chart(s: TimelineSummary) -> alt.TopLevelMixin | None:
                           "t_us": p.t_ns / 1e3, "warps": p.value} for p in s.pm_samples])
     title = alt.TitleParams("Warp stall reasons over time (Nsight Compute PM sampling)", anchor="start",
                             subtitle=f"launch {s.launch_id}, section PmSampling_WarpStates")
-    return alt.Chart(data).mark_area().encode(
-        x=alt.X("t_us:Q", title="time since the first sample (us)"),
-        y=alt.Y("warps:Q", stack=True, title="stalled warps (per sample)"),
+    return alt.Chart(data).mark_line(strokeWidth=1.2).encode(
+        x=alt.X("t_us:Q", title="time since the first sample of its pass (us)"),
+        y=alt.Y("warps:Q", stack=None, title="stalled warps (per sample)"),
         color=alt.Color("reason:N", title="stall reason"),
         tooltip=["reason", alt.Tooltip("t_us:Q", format=".3f"), "warps"],
     ).properties(width=_WIDTH, height=200, title=title)

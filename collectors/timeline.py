@@ -336,17 +336,30 @@ def _own_launch(con: duckdb.DuckDBPyConnection, t: ParsedTrace) -> int:
     return lid
 
 
+def kernel_instance(name: str) -> str:
+    """A kernel name as both a trace and Nsight Compute's demangler can spell it: no C casts
+    on template arguments (the demangler's '(int)4', '(bool)1'), true/false as 1/0, no integer
+    suffixes, no spaces. 'ring_kernel<1, true, false>' and 'void ring_kernel<(int)1,
+    (bool)1, (bool)0>(const float *, ...)' share 'ring_kernel<1,1,0>'."""
+    s = re.sub(r"\([A-Za-z_][\w: ]*\)(?=-?\d)", "", name)
+    s = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", s))
+    return re.sub(r"\s+", "", re.sub(r"(?<=\d)[uUlL]+\b", "", s))
+
+
 def match_launch(con: duckdb.DuckDBPyConnection, kernel: str | None, report_ids: list[int]) -> int | None:
     """The Nsight Compute launch (of the given reports) of the trace's kernel: a launch
-    whose demangled name contains the trace's kernel name (a template instance such as
-    'ring_kernel<4, true, false>') if any, else one of the same function name (the part
-    before '<' or '('); the last such launch. None when none."""
+    whose demangled name holds the trace's kernel name (a template instance such as
+    'ring_kernel<4, true, false>', compared as `kernel_instance` spells both) if any, else
+    one of the same function name (the part before '<' or '('); the last such launch. None
+    when none."""
     function = re.split(r"[<(]", kernel or "", maxsplit=1)[0].strip()
     if not function or not report_ids:
         return None
-    row = con.execute(
-        "SELECT launch_id FROM launches WHERE report_id IN (SELECT unnest($ids::INTEGER[])) "
+    rows = con.execute(
+        "SELECT launch_id, coalesce(kernel_demangled, '') FROM launches WHERE report_id IN (SELECT unnest($ids::INTEGER[])) "
         "AND (kernel_function = $f OR kernel_demangled LIKE $f || '%' OR kernel_demangled LIKE '% ' || $f || '%') "
-        "ORDER BY contains(coalesce(kernel_demangled, ''), $k) DESC, launch_id DESC LIMIT 1",
-        {"ids": report_ids, "f": function, "k": kernel}).fetchone()
-    return row[0] if row else None
+        "ORDER BY launch_id DESC",
+        {"ids": report_ids, "f": function}).fetchall()
+    want = kernel_instance(kernel or "")
+    same = [lid for lid, name in rows if want in kernel_instance(name)]
+    return (same or [lid for lid, _ in rows] or [None])[0]

@@ -6,8 +6,8 @@ evidence:
   - prologue_share - CTA start to the first consumer compute, as a share of the CTA's time (mean over CTAs)
   - steady_idle_share - per consumer warp, the gaps between consecutive compute intervals over the span from its first compute to its last (mean over warps)
   - epilogue_share - last consumer compute to CTA exit (the CTA's last event), as a share of the CTA's time
-  - overlap - share of producer copy intervals whose midpoint falls inside a consumer compute interval of the same CTA (a steady-state bubble needs idle consumers and copies that do not overlap compute)
-requires: [timeline_events]
+  - overlap - timeline_overlap: share of producer copy intervals whose midpoint falls inside a consumer compute interval of the same CTA (a steady-state bubble needs idle consumers and copies that do not overlap compute)
+requires: [timeline_events, timeline_overlap]
 missing: >
   no role timeline in the store: collect one with the wsperf_trace.cuh macros (build with
   `wsperf trace-include`) or a Proton / Chrome trace, then `wsperf timeline TRACE --report R`
@@ -47,10 +47,13 @@ WITH ev AS (
 iv AS (
     SELECT * FROM timeline_intervals WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
--- Compute by any non-producer warp, copies by any non-consumer warp: a trace without roles
--- ('other') still counts.
+-- Compute by any non-producer warp: a trace without roles ('other') still counts.
 comp AS (SELECT * FROM iv WHERE event = 'compute' AND role <> 'producer'),
-copies AS (SELECT * FROM iv WHERE event = 'copy' AND role <> 'consumer'),
+-- The copy/compute overlap: the view serialized-roles cites too (queries/timeline_schema.sql).
+overlap AS (
+    SELECT launch_id, overlap, copy_intervals FROM timeline_overlap
+    WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
+),
 cta AS (
     SELECT launch_id, timeline_id, cta, min(t_ns) AS t_start, max(t_ns) AS t_end
     FROM ev GROUP BY ALL
@@ -76,17 +79,6 @@ gaps AS (
 per_warp AS (
     SELECT launch_id, sum(greatest(coalesce(gap_ns, 0), 0)) / nullif(max(end_ns) - min(start_ns), 0) AS idle_share
     FROM gaps GROUP BY launch_id, timeline_id, cta, warp
-),
-overlap AS (
-    SELECT launch_id, avg(CASE WHEN hit THEN 1.0 ELSE 0.0 END) AS overlap, count(*) AS copy_intervals
-    FROM (
-        SELECT c.launch_id, c.timeline_id, c.cta, c.warp, c.seq, bool_or(k.cta IS NOT NULL) AS hit
-        FROM copies AS c
-        LEFT JOIN comp AS k
-          ON k.timeline_id = c.timeline_id AND k.cta = c.cta
-         AND k.start_ns <= (c.start_ns + c.end_ns) / 2 AND k.end_ns > (c.start_ns + c.end_ns) / 2
-        GROUP BY ALL
-    ) GROUP BY launch_id
 ),
 m AS (
     SELECT launch_id, avg(prologue_share) AS prologue_share, avg(epilogue_share) AS epilogue_share,

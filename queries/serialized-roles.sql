@@ -6,12 +6,17 @@ evidence:
   - figures.dram_throughput_pct: gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed (a saturated memory system explains waiting without serialization)
   - other kernels: share of PC samples stalled on long_scoreboard (waiting for loaded data) inside loops
   - mbarrier stages: how many phase-tracked barriers the prologue initializes (SYNCS.EXCH)
+  - role timeline, where one is loaded for the launch: timeline_overlap.overlap, the share of producer copy intervals that run during consumer compute (pipeline-bubbles' overlap). It measures the question itself, so it decides the verdict; the PC-sample verdict is kept in the summary
+optional:
+  # Created when a role timeline loads (queries/timeline_schema.sql); the stand-in's columns.
+  timeline_overlap: launch_id BIGINT, overlap DOUBLE, copy_intervals BIGINT
 threshold:
   min_consumer_wait_share: 0.10   # consumers wait for each stage
   min_producer_wait_share: 0.30   # and the producer waits for each slot
   max_dram_pct: 70                # above this the waits are the memory system, not the handoff
   min_loop_load_wait_share: 0.50  # non-specialized: share of samples waiting on loads inside loops
   min_role_samples: 50
+  max_overlap: 0.5                # timeline: at most half the copies run during consumer compute
 measured: |
   warp-specialized, confirmed: ws_stream_serialized (1 stage, 3 CTAs/SM) consumer 0.145 / producer 0.533, DRAM 31.8%;
             ws_stream_serialized1 (1 stage, 1 CTA/SM) 0.140 / 0.529, DRAM 12.6%.
@@ -22,11 +27,17 @@ measured: |
   not specialized: multi_launch reduce_sum (one load then one add per trip) 0.885 of samples wait on
             loads inside loops, DRAM 12.8% (confirmed); saxpy 0.0 (no loop), transpose_naive 0.0 (unrolled),
             gemm_ffma 0.322, triton_matmul 0.090 (rejected).
+  role timeline (fixtures/timeline, H200, `wsperf timeline TRACE --report R`): ring1 (1 stage) overlap
+            0.000 of 704 copies (confirmed; joined to ring_pcsamp.ncu-rep's ring_kernel<1, true, false>, whose
+            PC samples alone say rejected: the role recovery finds no producer path in its ld/st-fed ring and
+            calls it not warp-specialized); ring4 (4 stages) 0.969 (rejected; joined to ring_pm.ncu-rep's
+            ring_kernel<4, true, false>, no PC samples there: no_data without the timeline).
 experiment: >
   Deepen the ring from 1 stage to 4 (or prefetch the next tile before computing on this
   one): the consumer mbarrier-wait share should fall below 0.05 (ws_stream_serialized
   0.145 -> ws_stream_healthy 0.016) and the duration by about 10% (fixtures/compare:
-  161-164 us -> 144-145 us). Check with `wsperf compare BEFORE AFTER`.
+  161-164 us -> 144-145 us). Check with `wsperf compare BEFORE AFTER`. On a role timeline
+  the copy/compute overlap should rise above 0.5 (ring1 0.000 -> ring4 0.969).
 remedy: >
   Overlap copy and compute: give the ring at least two (typically 3-4) stages, wait on
   the empty barrier of the slot you are about to fill (parity flips once per lap), and
@@ -58,20 +69,27 @@ m AS (
       AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
+-- The role timeline's copy/compute overlap (an empty stand-in while no timeline is loaded).
+tl AS (
+    SELECT launch_id, overlap, copy_intervals FROM timeline_overlap
+    WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
+),
 v AS (
     SELECT l.launch_id, w.warp_specialized, r.*, ld.loop_load_wait_share, m.dram_pct,
-           coalesce(s.mbarrier_inits, 0) AS mbarrier_inits
+           coalesce(s.mbarrier_inits, 0) AS mbarrier_inits, tl.overlap, tl.copy_intervals
     FROM launches AS l
     LEFT JOIN warp_specialization AS w USING (launch_id)
     LEFT JOIN role_balance AS r USING (launch_id)
     LEFT JOIN loads AS ld USING (launch_id)
     LEFT JOIN m USING (launch_id)
     LEFT JOIN stages AS s USING (launch_id)
+    LEFT JOIN tl USING (launch_id)
     -- Only the launches asked about: analyses.hypotheses.evaluate fills _wsperf_ids.
     WHERE l.launch_id IN (SELECT launch_id FROM _wsperf_ids)
-)
-SELECT
-    launch_id,
+),
+-- What the PC-sample aggregate says on its own.
+pc AS (
+    SELECT *,
     CASE
         WHEN warp_specialized IS NULL THEN 'no_data'
         WHEN warp_specialized AND (coalesce(consumer_samples, 0) < $min_role_samples
@@ -85,7 +103,7 @@ SELECT
         WHEN dram_pct IS NULL THEN 'no_data'
         WHEN dram_pct < $max_dram_pct THEN 'confirmed'
         ELSE 'rejected'
-    END AS status,
+    END AS pc_status,
     CASE
         WHEN warp_specialized IS NULL THEN
             'no SASS-level counters in the report: collect --section SourceCounters (or --set full) with PC sampling'
@@ -104,11 +122,28 @@ SELECT
                  THEN '; DRAM throughput unknown: collect --section SpeedOfLight (or --metrics gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed)'
                  ELSE printf(', DRAM at %.0f%% of peak', dram_pct)
             END)
+    END AS pc_summary
+    FROM v
+)
+SELECT
+    launch_id,
+    -- A role timeline sees the turns themselves: where one is loaded, its overlap decides.
+    CASE WHEN overlap IS NULL THEN pc_status
+         WHEN overlap <= $max_overlap THEN 'confirmed'
+         ELSE 'rejected'
+    END AS status,
+    CASE WHEN overlap IS NULL THEN pc_summary
+         ELSE printf('the role timeline shows copy and compute %s: %.0f%% of %d producer copies run during consumer compute',
+                     CASE WHEN overlap <= $max_overlap THEN 'taking turns' ELSE 'overlapping' END,
+                     100 * overlap, copy_intervals)
+              || '; PC samples alone: ' || pc_status || ' - ' || pc_summary
     END AS summary,
     warp_specialized,
     round(consumer_wait_share, 4) AS consumer_wait_share,
     round(producer_wait_share, 4) AS producer_wait_share,
     round(loop_load_wait_share, 4) AS loop_load_wait_share,
     round(dram_pct, 2) AS dram_pct,
-    mbarrier_inits
-FROM v
+    mbarrier_inits,
+    round(overlap, 4) AS overlap,
+    copy_intervals
+FROM pc

@@ -1,7 +1,8 @@
 /*
 What `wsperf.collectors.timeline.load_timeline` writes: one row per loaded trace file
-(`timelines`) and one per recorded event (`timeline_events`), plus the view
-`timeline_intervals` (each begin paired with its end). Applied by the loader before it
+(`timelines`) and one per recorded event (`timeline_events`), plus the views
+`timeline_intervals` (each begin paired with its end) and `timeline_overlap` (copy/compute
+overlap per launch). Applied by the loader before it
 writes; every statement is idempotent (CREATE ... IF NOT EXISTS).
 
 Sources: the wsperf trace format (collectors/include/wsperf_trace.cuh, documented in
@@ -71,6 +72,31 @@ FROM timeline_events AS b
 JOIN timeline_events AS e
   ON e.timeline_id = b.timeline_id AND e.cta = b.cta AND e.warp = b.warp AND e.event = b.event
  AND e.seq = b.seq AND b.phase = 'begin' AND e.phase = 'end';
+
+-- Per launch: how much of the producers' copying runs while consumers compute. A copy
+-- overlaps when its midpoint falls inside a compute interval of a consumer warp of the same
+-- CTA (compute by any non-producer warp, copies by any non-consumer warp: a trace without
+-- roles, all 'other', still counts). One ring stage gives about 0 (copy and compute take
+-- turns), four about 1 (fixtures/timeline: ring1 0.000, ring4 0.969). The figure both
+-- `pipeline-bubbles` and `serialized-roles` cite. No row for a launch without copies.
+CREATE OR REPLACE VIEW timeline_overlap AS
+WITH copies AS (SELECT * FROM timeline_intervals WHERE event = 'copy' AND role <> 'consumer'),
+comp AS (SELECT * FROM timeline_intervals WHERE event = 'compute' AND role <> 'producer'),
+hits AS (
+    SELECT c.launch_id, c.timeline_id, c.cta, c.warp, c.seq, bool_or(k.cta IS NOT NULL) AS hit
+    FROM copies AS c
+    LEFT JOIN comp AS k
+      ON k.timeline_id = c.timeline_id AND k.cta = c.cta
+     AND k.start_ns <= (c.start_ns + c.end_ns) / 2 AND k.end_ns > (c.start_ns + c.end_ns) / 2
+    GROUP BY ALL
+)
+SELECT
+    launch_id,                                         -- launches.launch_id
+    avg(CASE WHEN hit THEN 1.0 ELSE 0.0 END) AS overlap,  -- share of copy intervals during consumer compute (0..1)
+    count(*) AS copy_intervals,                        -- copy intervals measured
+    count(DISTINCT (timeline_id, cta)) AS ctas         -- traced CTAs with copies
+FROM hits
+GROUP BY launch_id;
 
 -- Nsight Compute's own time series: each PM-sampled metric holds one instance per sample, and
 -- the instance's correlation id is the sample's GPU timestamp. Two namings, both measured on

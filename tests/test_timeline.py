@@ -15,12 +15,14 @@ import pytest
 
 from support import ROOT, assert_one_error_line, wsperf
 from wsperf.analyses.hypotheses import Status, evaluate
-from wsperf.analyses.timeline import summarize_timeline
+from wsperf.analyses.roles import build_roles
+from wsperf.analyses.timeline import load_timelines, summarize_timeline
+from wsperf.cli.timeline import _head
 from wsperf.cli.timeline_charts import timeline_charts
 from wsperf.collectors import trace_format as tf
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.store import open_store
-from wsperf.collectors.timeline import load_timeline, timeline_schema_sql
+from wsperf.collectors.timeline import kernel_instance, load_timeline, match_launch, timeline_schema_sql
 
 TIMELINES = ROOT / "fixtures" / "timeline"
 HEADER = ROOT / "collectors" / "include" / "wsperf_trace.cuh"
@@ -210,6 +212,10 @@ def test_report_joins_the_launch_of_the_same_kernel():
     assert p.returncode == 0, p.stderr
     (t,) = json.loads(p.stdout)["timelines"]
     assert t["from_report"] and t["pipeline_bubbles"]["status"] == "confirmed"
+    # ring_pm.ncu-rep profiles all six launches (1-stage, 4-stage and epilogue rings): the
+    # 1-stage trace joins a 1-stage launch, whose name the demangler spells with casts
+    assert t["launch_kernel"].startswith("void ring_kernel<(int)1, (bool)1, (bool)0>(") and t["same_instance"]
+    assert t["serialized_roles"]["status"] == "confirmed" and t["serialized_roles"]["evidence"]["overlap"] == 0.0
     con = open_store(None)
     load_reports(con, [TIMELINES / "ring_pm.ncu-rep"])
     con.execute(timeline_schema_sql())
@@ -218,3 +224,67 @@ def test_report_joins_the_launch_of_the_same_kernel():
     assert stalls and all(n > 10 for _, n in stalls), metrics
     (lid,) = con.execute("SELECT max(launch_id) FROM launches").fetchone()
     assert evaluate(con, [lid])[lid].findings  # every hypothesis answers with the timeline tables present
+
+
+# ---- serialized-roles with and without a timeline ---------------------------------------
+
+
+def test_kernel_instance_spells_trace_and_demangler_alike():
+    assert kernel_instance("ring_kernel<4, true, false>") == "ring_kernel<4,1,0>"
+    assert kernel_instance("void ring_kernel<(int)4, (bool)1, (bool)0>(const float *, float *, wsperf_trace_t)") \
+        .startswith("voidring_kernel<4,1,0>(")
+    assert kernel_instance("k<(unsigned int)128, 3u>") == "k<128,3>"
+
+
+def test_serialized_roles_cites_the_overlap_once_a_timeline_joins():
+    """ring_pcsamp.ncu-rep: the 1-stage ring under PC sampling. Its samples alone misjudge it
+    (the role recovery finds no producer path in the ld/st-fed ring: 'not warp-specialized',
+    rejected). Before a timeline: exactly those evidence keys, no stand-in left behind. With
+    the ring1 trace joined to the same launch, the overlap (0.000, pipeline-bubbles' figure)
+    is evidence and decides: confirmed."""
+    con = open_store(None)
+    (r,) = load_reports(con, [TIMELINES / "ring_pcsamp.ncu-rep"])
+    (lid,) = [x for (x,) in con.execute("SELECT launch_id FROM launches").fetchall()]
+    build_roles(con, [lid])
+    before = {f.id: f for f in evaluate(con, [lid])[lid].findings}
+    sr = before["serialized-roles"]
+    assert sr.status is Status.rejected and sr.summary.startswith("not warp-specialized")
+    assert list(sr.evidence) == ["warp_specialized", "consumer_wait_share", "producer_wait_share",
+                                 "loop_load_wait_share", "dram_pct", "mbarrier_inits"]
+    assert before["pipeline-bubbles"].status is Status.no_data
+    tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    assert not {"timeline_overlap", "timeline_events"} & tables  # the stand-in is gone
+
+    assert match_launch(con, "ring_kernel<1, true, false>", [r.report_id]) == lid
+    load_timeline(con, TIMELINES / "ring1.wsperf-trace", launch_id=lid)
+    after = {f.id: f for f in evaluate(con, [lid])[lid].findings}
+    sr, bubbles = after["serialized-roles"], after["pipeline-bubbles"]
+    assert sr.status is Status.confirmed, sr.summary
+    assert (sr.evidence["overlap"], sr.evidence["copy_intervals"]) == (0.0, 704)
+    assert (sr.evidence["overlap"], sr.evidence["copy_intervals"]) == \
+        (bubbles.evidence["overlap"], bubbles.evidence["copy_intervals"])
+    assert "taking turns" in sr.summary and "PC samples alone: rejected - not warp-specialized" in sr.summary
+    # the PC-sample figures stay beside the overlap
+    assert {k: sr.evidence[k] for k in before["serialized-roles"].evidence} == before["serialized-roles"].evidence
+
+
+def test_high_overlap_rejects_where_pc_samples_cannot_say():
+    """ring4 joined to ring_pm.ncu-rep's 4-stage launch (PmSampling only: no PC samples, so
+    serialized-roles alone is no_data): 97% of the copies run during compute."""
+    con = open_store(None)
+    (t,) = load_timelines(con, [TIMELINES / "ring4.wsperf-trace"], [TIMELINES / "ring_pm.ncu-rep"])
+    s = summarize_timeline(con, t.timeline_id)
+    assert s.from_report and s.same_instance and "ring_kernel<(int)4, (bool)1, (bool)0>" in s.launch_kernel
+    assert s.serialized.status is Status.rejected
+    assert s.serialized.evidence["overlap"] == s.bubbles.evidence["overlap"] > 0.9  # measured 0.969
+    assert "PC samples alone: no_data" in s.serialized.summary and s.serialized.evidence["warp_specialized"] is None
+
+
+def test_a_join_to_another_template_instance_is_said():
+    """ring_pcsamp.ncu-rep runs only ring_kernel<1, ...>: the 4-stage trace falls back to the
+    function's launch, and the head line names the launch it joined."""
+    con = open_store(None)
+    (t,) = load_timelines(con, [TIMELINES / "ring4.wsperf-trace"], [TIMELINES / "ring_pcsamp.ncu-rep"])
+    s = summarize_timeline(con, t.timeline_id)
+    assert s.from_report and not s.same_instance
+    assert f"(another instance: {s.launch_kernel})" in _head(s) and "ring_kernel<(int)1," in s.launch_kernel
