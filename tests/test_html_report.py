@@ -18,13 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from support import REPORTS, wsperf
+from support import REPORTS, ROOT, wsperf
 from test_charts import HOSTILE_CLEAN, PNG_MAGIC, compare_result, hostile
 from test_charts import compare_runs  # noqa: F401  (a fixture: pytest finds it by name here)
 from wsperf.analyses.analyze import analyze
+from wsperf.analyses.timeline import load_timelines, summarize_timeline
 from wsperf.cli import charts as ch
 from wsperf.cli.html import analysis_page, compare_page
 from wsperf.cli.render import ncu_text
+from wsperf.cli.timeline_charts import timeline_charts
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.store import open_store
 
@@ -229,3 +231,116 @@ def test_a_chart_that_fails_to_draw_is_caught(tmp_path):
     with pytest.raises(AssertionError):
         assert_every_chart_rendered(dom, 2)
     assert "chart failed: " in dom
+
+
+# ---------------------------------------------------------------------------------
+# the role timeline's charts (`wsperf timeline --charts`) in a real browser
+# ---------------------------------------------------------------------------------
+
+TIMELINES = ROOT / "fixtures" / "timeline"
+
+
+@pytest.fixture(scope="module")
+def timeline_drawn(tmp_path_factory):
+    """The H200 ring4 trace joined to ring_pm.ncu-rep's 4-stage launch: every chart `wsperf
+    timeline --charts` draws for it (role lanes, stage occupancy, PM stall reasons), on one
+    page built by the same chart_html as each chart's .html, loaded once in Chromium. Returns
+    the store, the summary, the DOM, the console messages and, per chart, the attributes of
+    every mark Vega drew (an SVG path with aria-roledescription; its aria-label lists the
+    mark's data fields)."""
+    con = open_store(None)
+    (t,) = load_timelines(con, [TIMELINES / "ring4.wsperf-trace"], [TIMELINES / "ring_pm.ncu-rep"])
+    s = summarize_timeline(con, t.timeline_id)
+    charts = timeline_charts(s)
+    tmp = tmp_path_factory.mktemp("timeline_page")
+    page = tmp / "timeline.html"
+    page.write_text(ch.chart_html(charts, "timeline"), encoding="utf-8")
+    dom, console = open_in_browser(page, tmp, tmp / "timeline.png")
+    marks: dict[str, list[dict]] = {}
+    chart = None
+    for tag, attrs in Page(dom).tags:
+        if tag == "div" and "chart" in (attrs.get("class") or "").split():
+            chart = attrs["id"].removeprefix("chart-")
+            marks[chart] = []
+        elif tag == "path" and chart and attrs.get("aria-roledescription") in ("bar", "line mark"):
+            fields = dict(kv.split(": ", 1) for kv in attrs.get("aria-label", "").split("; ") if ": " in kv)
+            marks[chart].append({**attrs, "fields": fields})
+    yield con, s, dom, console, marks
+    con.close()
+
+
+def _path_ys(d: str) -> list[float]:
+    """The y of every point of an SVG path of M/L commands ('M1,2L3,4')."""
+    return [float(y) for _, y in re.findall(r"[ML]([-\d.e]+),([-\d.e]+)", d)]
+
+
+def _steps(xs: list[float]) -> list[float]:
+    """The values a step line goes through: repeats of the one before dropped."""
+    return [x for i, x in enumerate(xs) if i == 0 or x != xs[i - 1]]
+
+
+@needs_browser
+def test_timeline_charts_render_in_chromium(timeline_drawn):
+    con, s, dom, console, marks = timeline_drawn
+    assert console == []
+    names = [f"timeline{s.timeline_id}_{n}" for n in ("producer", "consumer", "occupancy", "pm_stalls")]
+    assert list(marks) == names
+    assert_every_chart_rendered(dom, len(names))
+
+
+@needs_browser
+@pytest.mark.parametrize("role", ["producer", "consumer"])
+def test_role_lanes_draw_every_interval_of_the_sampled_ctas(timeline_drawn, role):
+    """One bar per begin event of the role (but the warp's lifetime) on the first four
+    traced CTAs, in its lane, at its time: as SQL over timeline_events counts them."""
+    con, s, _, _, marks = timeline_drawn
+    drawn = sorted((m["fields"]["lane"], m["fields"]["event"], m["fields"]["start_us"])
+                   for m in marks[f"timeline{s.timeline_id}_{role}"])
+    want = sorted(con.execute(
+        """WITH lanes AS (SELECT DISTINCT cta FROM timeline_events WHERE timeline_id = $t ORDER BY cta LIMIT 4)
+           SELECT printf('CTA %d (SM %d) w%d', cta, sm, warp), event, printf('%.3f', t_ns / 1000.0)
+           FROM timeline_events
+           WHERE timeline_id = $t AND role = $r AND phase = 'begin' AND event <> 'kernel'
+             AND cta IN (SELECT cta FROM lanes)""", {"t": s.timeline_id, "r": role}).fetchall())
+    assert drawn == want
+    # ring.cu: the producer copies and waits once per tile, each consumer also computes
+    assert {e for _, e, _ in drawn} == ({"wait", "copy"} if role == "producer" else {"wait", "compute", "epilogue"})
+
+
+@needs_browser
+def test_occupancy_lines_step_through_the_full_stages_sql_counts(timeline_drawn):
+    """One line per lane CTA; its steps go through the full-stage counts computed here from
+    timeline_events (a stage fills at its copy's end, frees at the last compute's end on it),
+    the y pixels a linear image of them; four stages at the peak (ring4)."""
+    con, s, _, _, marks = timeline_drawn
+    rows = con.execute(
+        """WITH lanes AS (SELECT DISTINCT cta FROM timeline_events WHERE timeline_id = $t ORDER BY cta LIMIT 4),
+           e AS (SELECT * FROM timeline_events WHERE timeline_id = $t AND phase = 'end' AND cta IN (SELECT cta FROM lanes)),
+           steps AS (
+               SELECT cta, max(t_ns) AS t, 1 AS d FROM e WHERE event = 'copy' AND role <> 'consumer' GROUP BY cta, seq
+               UNION ALL
+               SELECT cta, max(t_ns), -1 FROM e WHERE event = 'compute' AND role <> 'producer' GROUP BY cta, seq)
+           SELECT cta, t, sum(sum(d)) OVER (PARTITION BY cta ORDER BY t) FROM steps GROUP BY cta, t ORDER BY cta, t""",
+        {"t": s.timeline_id}).fetchall()
+    lines = marks[f"timeline{s.timeline_id}_occupancy"]
+    assert sorted(m["fields"]["cta"] for m in lines) == sorted({f"CTA {c}" for c, _, _ in rows})
+    assert max(v for *_, v in rows) == 4
+    for m in lines:
+        cta = int(m["fields"]["cta"].split()[1])
+        values = [float(v) for c, _, v in rows if c == cta]
+        assert m["fields"]["t_us"] == f"{next(t for c, t, _ in rows if c == cta) / 1e3:.3f}"
+        ys, vs = _steps(_path_ys(m["d"])), _steps(values)
+        assert len(ys) == len(vs) > 60, (cta, len(ys), len(vs))  # 32 tiles: a fill and a release each
+        px = (ys[0] - ys[vs.index(max(vs))]) / (max(vs) - vs[0])  # pixels per stage
+        assert px > 0 and all(abs(y - (ys[0] - (v - vs[0]) * px)) < 0.01 for y, v in zip(ys, vs))
+
+
+@needs_browser
+def test_pm_stall_lines_hold_every_sample(timeline_drawn):
+    """One line per stall reason of the joined launch's PM samples, one point per sample."""
+    con, s, _, _, marks = timeline_drawn
+    want = dict(con.execute(
+        """SELECT regexp_extract(metric, 'issue_stalled_([a-z_]+)', 1), count(*) FROM pm_samples
+           WHERE launch_id = ? AND metric LIKE '%issue_stalled%' GROUP BY ALL""", [s.launch_id]).fetchall())
+    drawn = {m["fields"]["reason"]: len(_path_ys(m["d"])) for m in marks[f"timeline{s.timeline_id}_pm_stalls"]}
+    assert len(want) == 15 and drawn == want  # PmSampling_WarpStates: 15 reasons, 273-396 samples each (H200)
