@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import enum
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import duckdb
 import yaml
@@ -164,6 +165,20 @@ def _clean(v: Any) -> Any:
     return v
 
 
+@contextmanager
+def stand_ins(con: duckdb.DuckDBPyConnection, h: Hypothesis, present: set[str]) -> Iterator[set[str]]:
+    """Empty temporary stand-ins for the `optional` tables of `h` absent from `present`, for
+    as long as the block runs; yields the evidence columns that only they would give."""
+    absent = {t: c for t, c in h.optional.items() if t not in present}
+    for t, c in absent.items():
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {t} ({c})")
+    try:
+        yield {c.split()[0] for cs in absent.values() for c in cs.split(",")} - {"launch_id"}
+    finally:
+        for t in absent:
+            con.execute(f"DROP TABLE IF EXISTS temp.main.{t}")
+
+
 def evaluate(
     con: duckdb.DuckDBPyConnection,
     launch_ids: list[int],
@@ -185,18 +200,12 @@ def evaluate(
             continue
         values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
         params = {k: v for k, v in values.items() if k in h.params}
-        stand_ins = {t: c for t, c in h.optional.items() if t not in present}
-        for t, c in stand_ins.items():
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {t} ({c})")
-        left_out = {c.split()[0] for cs in stand_ins.values() for c in cs.split(",")} - {"launch_id"}
-        try:
-            cur = con.execute(h.sql, params)
-            cols, rows = [d[0] for d in cur.description], cur.fetchall()
-        except duckdb.Error as e:
-            raise QueryError(f"hypothesis {h.id}: {str(e).strip().splitlines()[0]}") from None
-        finally:
-            for t in stand_ins:
-                con.execute(f"DROP TABLE IF EXISTS temp.main.{t}")
+        with stand_ins(con, h, present) as left_out:
+            try:
+                cur = con.execute(h.sql, params)
+                cols, rows = [d[0] for d in cur.description], cur.fetchall()
+            except duckdb.Error as e:
+                raise QueryError(f"hypothesis {h.id}: {str(e).strip().splitlines()[0]}") from None
         for row in rows:
             rec = {k: v for k, v in zip(cols, row) if k not in left_out}
             lid = rec.pop("launch_id")
