@@ -17,13 +17,15 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from wsperf.analyses.handoffs import GeneratedSheet, generated_files, sheets, store_sheets
 from wsperf.collectors.bundle import Bundle, BundleError, RunRecord, is_bundle, read_bundle, resolve
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.generated import source_kind
 from wsperf.collectors.sanitizer import TOOLS, SanitizerOutput, is_error, load_sanitizer_xml, tool_failure
+
+if TYPE_CHECKING:
+    from wsperf.analyses.handoffs import GeneratedSheet
 
 # How much of a sanitizer run's stdout/stderr is searched for the tool's own failure.
 _TOOL_LOG_BYTES = 1 << 20
@@ -55,6 +57,14 @@ class Evidence:
     sheets: tuple[GeneratedSheet, ...] = ()  # the handoff worksheet of every kernel in it (analyses/handoffs.py)
     sheet_problems: tuple[str, ...] = ()  # generated files the worksheet could not read
     timelines: tuple[Path, ...] = ()  # Nsight Systems exports of the bundle (collect --nsys), not loaded
+
+
+def _handoffs() -> Any:
+    """analyses.handoffs, imported only for bundles and --source (start-up time, not a
+    cycle: with the correctness modules it pulls in, ~0.17 s of a one-report analyze)."""
+    from wsperf.analyses import handoffs
+
+    return handoffs
 
 
 def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (), sources: Iterable[Path] = ()
@@ -94,7 +104,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
                 accepted += [a for a in acc if isinstance(a, str)]
             reports += [path for _, path in b.files("profile", "report")]
             timelines += [path for _, path in b.files("nsys", "export")]
-            generated += generated_files(b)
+            generated += _handoffs().generated_files(b)
             h = _hang(b)
             if h is not None:
                 hang = h
@@ -105,9 +115,10 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
     for x in sanitizer_xml:
         outputs.append(_load_xml(con, x, None, None, label=str(x)))
     generated += [(source_kind(p), p) for p in sources]
-    gs, sheet_problems = sheets(generated, bundle.resolve() if bundle is not None else None) if generated else ([], [])
+    gs, sheet_problems = (_handoffs().sheets(generated, bundle.resolve() if bundle is not None else None)
+                          if generated else ([], []))
     if gs:
-        store_sheets(con, gs)
+        _handoffs().store_sheets(con, gs)
     verification = None
     if bundles:
         verification = Verification(not problems, tuple(dict.fromkeys(problems)), tuple(dict.fromkeys(tools)),

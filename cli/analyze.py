@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Optional
 
 import typer
@@ -18,11 +19,10 @@ from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, load_with_progress, longest_first, out
 from wsperf.cli.gate import handoff, no_profile, with_caveats
-from wsperf.cli.report_md import write_report as write_bundle_report
-from wsperf.cli.history import LOCK_HELP, begin_run, load_run
-from wsperf.cli.nsys import analyze_timeline, bundle_timeline, nsys_json, nsys_markdown, nsys_text, split_inputs
 from wsperf.cli.render import OutputFormat
+from wsperf.cli.runs import LOCK_HELP, begin_run, load_run
 from wsperf.collectors.errors import InputError
+from wsperf.collectors.nsys import split_inputs
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
 
 
@@ -70,7 +70,7 @@ def analyze(
     with error_boundary():
         exports, reports = split_inputs(reports)  # Nsight Systems exports: the timeline report (cli/nsys.py)
         if exports:
-            return analyze_timeline(exports, reports, sanitizer=sanitizer, db=db, fmt=fmt, charts_dir=charts_dir,
+            return _nsys().analyze_timeline(exports, reports, sanitizer=sanitizer, db=db, fmt=fmt, charts_dir=charts_dir,
                                     lock_timeout=lock_timeout, label=label, tags=tag, commit=commit, branch=branch)
         cfg = load_config(config, tuple(expect))
         check_kernel_regex(kernel)
@@ -83,10 +83,13 @@ def analyze(
         gate = handoff(evidence, fmt, allow_unverified)
         if write_report and evidence.bundle is None:
             raise InputError("--write-report needs a bundle directory written by `wsperf collect`")
+        if write_report:  # imported only when asked for (start-up time: cuda-gdb's parser and more)
+            from wsperf.cli.report_md import write_report as write_bundle_report
         if not gate.allows_verdicts(allow_unverified) or not evidence.reports:
-            timeline = bundle_timeline(con, evidence.timelines, None) if gate.allows_verdicts(allow_unverified) else None
+            timeline = (_nsys().bundle_timeline(con, evidence.timelines, None)
+                        if evidence.timelines and gate.allows_verdicts(allow_unverified) else None)
             if timeline is not None:  # collect --nsys without a profile: the timeline alone
-                with_caveats(fmt, gate.caveats, timeline, nsys_text, nsys_json, nsys_markdown)
+                with_caveats(fmt, gate.caveats, timeline, _nsys().nsys_text, _nsys().nsys_json, _nsys().nsys_markdown)
             elif gate.allows_verdicts(allow_unverified):
                 no_profile(fmt, gate)
             if write_report:
@@ -105,9 +108,10 @@ def analyze(
             from wsperf.cli.html import analysis_page, write_page
 
             err.print(render.plain(f"wsperf analyze: wrote {write_page(analysis_page(results), html_file)}"))
-        timeline = bundle_timeline(con, evidence.timelines, results)  # collect --nsys: verdicts by GPU time
+        # collect --nsys: verdicts by GPU time
+        timeline = _nsys().bundle_timeline(con, evidence.timelines, results) if evidence.timelines else None
         if timeline is not None:
-            with_caveats(fmt, gate.caveats, timeline, nsys_text, nsys_json, nsys_markdown)
+            with_caveats(fmt, gate.caveats, timeline, _nsys().nsys_text, _nsys().nsys_json, _nsys().nsys_markdown)
         else:
             with_caveats(fmt, gate.caveats, results, render.analyses_text, render.analyses_json,
                          render.analyses_markdown)
@@ -119,6 +123,14 @@ def analyze(
             err.print(render.plain(f"wsperf analyze: wrote {write_bundle_report(evidence.bundle, evidence, gate, results)}"))
     if gate.code:
         raise typer.Exit(gate.code)
+
+
+def _nsys() -> ModuleType:
+    """cli/nsys.py, imported only for Nsight Systems input (start-up time, not a cycle:
+    with the timeline analyses and compare it pulls in, ~0.1 s of a one-report analyze)."""
+    from wsperf.cli import nsys
+
+    return nsys
 
 
 def _write_charts(results, out_dir: Path) -> tuple[dict, list[Path]]:

@@ -1,6 +1,5 @@
-"""`wsperf history` and `wsperf export`, and the run recording of `wsperf analyze --db`.
-Registered on the app in cli/main.py; the error boundary and consoles are main's
-(imported when a command runs, since main imports this module)."""
+"""`wsperf history` and `wsperf export`. The run recording of `wsperf analyze --db` is
+shared by analyze and nsys: cli/runs.py."""
 
 from __future__ import annotations
 
@@ -9,24 +8,21 @@ import enum
 import io
 import json
 import sys
-from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
-import duckdb
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from wsperf.analyses.analyze import launch_ids_of_reports
 from wsperf.analyses.config import load_config
 from wsperf.analyses.nsys import nsys_history
-from wsperf.analyses.history import (HistoryPoint, RunMeta, check_label, describe_run, export_parquet,
-                                     history as run_history, record_run)
+from wsperf.analyses.history import HistoryPoint, export_parquet, history as run_history
 from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, out
+from wsperf.cli.runs import LOCK_HELP
 from wsperf.collectors.errors import InputError
-from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store, transaction
+from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
 
 
 class HistorySource(str, enum.Enum):
@@ -39,43 +35,6 @@ class HistoryFormat(str, enum.Enum):
     json = "json"
     markdown = "markdown"
     csv = "csv"
-
-
-LOCK_HELP = ("Seconds to wait while another wsperf holds the store (DuckDB allows one writing process per file); "
-             "then exit 2.")
-
-
-# ---------------------------------------------------------------------------------------
-# analyze --db: one run per command
-
-
-def begin_run(con: duckdb.DuckDBPyConnection, db: Path | None, label: str | None, tags: list[str],
-              commit: str | None, branch: str | None, inputs: list[Path]) -> RunMeta | None:
-    """The run `analyze` will record (None without --db), checked before anything is
-    written: a duplicate --label stops here."""
-    if db is None:
-        if label is not None or tags or commit is not None or branch is not None:
-            raise InputError("--label, --tag, --commit and --branch name a recorded run: give --db FILE to record it")
-        return None
-    meta = describe_run(label, tags, commit, branch, bundles=[p for p in inputs if p.is_dir()])
-    check_label(con, meta.label)
-    return meta
-
-
-def load_run(con: duckdb.DuckDBPyConnection, meta: RunMeta | None, reports: list[Path],
-             load: Callable[[duckdb.DuckDBPyConnection, list[Path]], list]) -> list[int]:
-    """Load `reports` with `load` and, when recording, the run: one transaction, so a
-    report that fails to load (or a killed process) leaves neither the run nor any of
-    the command's reports behind. Returns the launch ids of the reports, loaded now or
-    found by content hash: what analyze reports on."""
-    with transaction(con, f"run {meta.label or meta.default_label()}") if meta is not None else nullcontext():
-        loaded = load(con, reports)
-        if meta is not None:
-            run = record_run(con, meta, [r.report_id for r in loaded])
-    if meta is not None:
-        err.print(render.plain(f"wsperf analyze: recorded run {run.label!r} (run {run.run_id}, "
-                               f"{run.reports} report(s))"), soft_wrap=True)
-    return launch_ids_of_reports(con, [r.report_id for r in loaded])
 
 
 # ---------------------------------------------------------------------------------------

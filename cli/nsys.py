@@ -36,10 +36,10 @@ from wsperf.analyses.nsys import (
     summarize_nsys,
 )
 from wsperf.cli.common import check_outputs, emit, err, error_boundary, load_with_progress
-from wsperf.cli.history import begin_run
+from wsperf.cli.runs import begin_run
 from wsperf.cli.render import OutputFormat, analyses_json, analyses_markdown, analyses_text, duration, md, plain
 from wsperf.collectors.errors import InputError
-from wsperf.collectors.nsys import is_nsys_input, load_nsys_export
+from wsperf.collectors.nsys import is_nsys_input, load_nsys_export, split_inputs
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store, transaction
 
 
@@ -51,11 +51,6 @@ class NsysReport:
     summary: NsysSummary
     ranked: tuple[RankedAnalysis, ...] = ()
     top: int = 10  # kernels shown in text and Markdown (JSON holds all)
-
-
-def split_inputs(paths: list[Path]) -> tuple[list[Path], list[Path]]:
-    """(Nsight Systems exports, the rest) by file name."""
-    return [p for p in paths if is_nsys_input(p)], [p for p in paths if not is_nsys_input(p)]
 
 
 def load_inputs(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> list:
