@@ -1,0 +1,74 @@
+"""The `wsperf` console script: a start-up shim around the command line (wsperf.cli.main).
+
+The command's error boundary (wsperf.cli.common.error_boundary) only runs once Typer,
+the command's module and its libraries (DuckDB, pyarrow, pandas: about a second on a
+2-core machine) are imported. What goes wrong before that is caught here, so that it
+too ends as one `Error:` line with a documented exit code (README, "Exit codes"):
+
+- SIGTERM / SIGHUP: the handlers that turn them into `Terminated` are installed before
+  anything heavy is imported and stay for the whole run (the boundary sees they are set
+  and keeps them), so a signal during start-up unwinds like Ctrl-C: exit 143 / 129, and
+  Ctrl-C while the command line is imported exits 130. A signal that arrives before the
+  interpreter reaches this module (its first few tens of milliseconds) still gets the
+  default action: nothing has started then that needs cleaning up.
+- Out of memory under a memory limit (`ulimit -v`): importing pyarrow, DuckDB or pandas
+  then fails as an ImportError ("failed to map segment from shared object"), a
+  MemoryError, or a thread that cannot start: exit 2, as in the boundary.
+
+This module imports the standard library and two standard-library-only wsperf modules;
+the command line is imported inside `main`, in its try, for start-up isolation (not to
+dodge an import cycle): its import is one of the things that can fail.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from wsperf.collectors.errors import ExitCode
+from wsperf.collectors.process import Terminated, signals_as_exceptions
+
+# An ImportError or OSError whose text says that memory ran out: the dynamic loader's
+# "failed to map segment from shared object" and "cannot allocate memory (in static TLS
+# block)", ENOMEM's strerror, and a thread whose stack could not be mapped.
+_MEMORY_WORDS = ("failed to map segment", "cannot allocate memory", "out of memory", "can't start new thread",
+                 "failed to launch worker thread")
+
+_NOTHING_RECORDED = "nothing was recorded"
+
+
+def main() -> int:
+    """Run the command line; what its error boundary cannot reach yet is one `Error:` line."""
+    try:
+        with signals_as_exceptions():
+            try:
+                from wsperf.cli.main import app  # start-up isolation: see the module docstring
+            except KeyboardInterrupt:
+                return _fail(f"interrupted (Ctrl-C); {_NOTHING_RECORDED}", 128 + signal.SIGINT)
+            app()
+    except Terminated as e:
+        return _fail(f"terminated by {e}; {_NOTHING_RECORDED}", 128 + e.signum)
+    except Exception as e:
+        if not out_of_memory(e):
+            raise  # a bug keeps its traceback
+        return _fail(f"out of memory (is a memory limit such as `ulimit -v` set?); {_NOTHING_RECORDED}",
+                     ExitCode.ERROR)
+    return ExitCode.OK
+
+
+def out_of_memory(e: BaseException) -> bool:
+    """Whether `e` says that memory (or the address space for a thread) ran out."""
+    if isinstance(e, MemoryError):
+        return True
+    text = str(e).lower()
+    return any(w in text for w in _MEMORY_WORDS)
+
+
+def _fail(message: str, code: int) -> int:
+    # One line, as the boundary prints it; plain text (Rich may be what failed to import).
+    try:
+        sys.stderr.write("Error: " + " ".join(message.split()) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return code
