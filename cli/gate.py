@@ -17,7 +17,7 @@ from rich.text import Text
 from wsperf.analyses.evidence import Evidence, Verification
 from wsperf.cli import render
 from wsperf.cli.common import emit, out
-from wsperf.cli.render import OutputFormat, md, plain
+from wsperf.cli.render import OutputFormat, md, md_code, plain
 from wsperf.collectors.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ def _correctness_json(value: tuple[CorrectnessReport, Verification | None, tuple
 def _correctness_markdown(value: tuple[CorrectnessReport, Verification | None, tuple[ReleaseClass, ...]]) -> str:
     corr, ver, rel = value
     extra = [f"- not counted: {md(c)}" for c in _vendor_caveats(corr) + list(corr.filter_artifacts)]
-    extra += [f"- release on `{md(r.barrier)}` by {md(r.role)}: **{r.release.value}** ({md(r.evidence)}); check: "
+    extra += [f"- release on {md_code(r.barrier)} by {md(r.role)}: **{r.release.value}** ({md(r.evidence)}); check: "
               f"{md(r.check)}" for r in rel]
     if ver is not None and not ver.verified:
         extra += [f"- also unverified: {md(p)}" for p in ver.problems]

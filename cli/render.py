@@ -22,6 +22,7 @@ from wsperf.collectors.environment import Environment
 
 # Characters that would start Markdown or HTML syntax inside a table cell or paragraph.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
+_CODE_SPAN = re.compile(r"`([^`]+)`")
 # C0 controls but tab and newline, DEL, the C1 controls (U+0080-U+009F: CSI, OSC, NEL ...
 # that a terminal may act on) and the bidirectional overrides and isolates, which make
 # a name read differently from what it is.
@@ -29,9 +30,24 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def md(text: object) -> str:
-    """Escape text for a Markdown table cell or paragraph (no HTML, no links)."""
+    """Escape text for a Markdown table cell or paragraph (no HTML, no links). A code span
+    in it (`...` on one line: the evidence and remedies write commands that way) stays a
+    code span, inert by itself; only its pipes are escaped, which GitHub's tables need
+    even there. Everything else has its Markdown characters escaped."""
     s = _CONTROL.sub("", str(text)).replace("\n", " ")
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(s):
+        out += [_MD_SPECIAL.sub(r"\\\1", s[at:m.start()]), "`", m.group(1).replace("|", "\\|"), "`"]
+        at = m.end()
+    out.append(_MD_SPECIAL.sub(r"\\\1", s[at:]))
+    return "".join(out)
+
+
+def md_code(text: object) -> str:
+    """Text as one Markdown code span: nothing escaped inside (a backslash would show), so
+    backticks become quotes, pipes are escaped for tables and control characters dropped."""
+    clean = "".join(ch for ch in str(text) if ch.isprintable()).replace("`", "'").replace("|", "\\|")
+    return f"`{clean}`" if clean else "``"
 
 
 def plain(text: object) -> Text:
@@ -223,9 +239,9 @@ def same_as_line(first: KernelAnalysis, others: tuple[KernelAnalysis, ...]) -> s
 
 def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:
     for a, same in group_identical(analyses):
-        if same:
-            console.print(Text(same_as_line(a, same), style="bold"))
         console.print(_summary_table(a.summary, ws_text(a)))
+        if same:  # under the launch it repeats, as Markdown puts it under its heading
+            console.print(Text(same_as_line(a, same), style="bold"))
         if a.roles:
             console.print(_roles_table(a))
         console.print(_findings_table(a))

@@ -19,7 +19,7 @@ from wsperf.analyses.evidence import Evidence
 from wsperf.analyses.hypotheses import Status, catalogue
 from wsperf.cli import render
 from wsperf.cli.gate import Gate
-from wsperf.cli.render import md
+from wsperf.cli.render import md, md_code
 from wsperf.collectors.bundle import read_bundle
 from wsperf.collectors.cudagdb import read_cudagdb
 from wsperf.collectors.errors import WsperfError
@@ -38,19 +38,19 @@ _EXPECTED = {
 def report_markdown(bundle: Path, ev: Evidence, gate: Gate, results: list | None) -> str:
     b = read_bundle(bundle)
     m = b.manifest
-    out = [f"# wsperf report: {_code(shlex.join(m.get('argv') or []))}", ""]
+    out = [f"# wsperf report: {md_code(shlex.join(m.get('argv') or []))}", ""]
     out += ["## Environment and commands", ""] + _environment(bundle) + [""]
     for r in b.runs:
         if r.phase in ("run", "sanitizer", "profile"):
             how = "timed out" if r.timed_out else f"exit {r.exit_code}"
-            out.append(f"- {r.phase} ({r.tool}, {how}, {r.seconds:.0f} s): {_code(shlex.join(r.argv))}")
+            out.append(f"- {r.phase} ({r.tool}, {how}, {r.seconds:.0f} s): {md_code(shlex.join(r.argv))}")
     out += ["", "## Launch shapes", ""] + _shapes(ev, results) + [""]
     out += ["## Generated code", ""]
-    gen = [f"- {_code(str(p.relative_to(bundle.resolve())) if p.is_relative_to(bundle.resolve()) else str(p))} "
+    gen = [f"- {md_code(str(p.relative_to(bundle.resolve())) if p.is_relative_to(bundle.resolve()) else str(p))} "
            f"({kind})" for kind, p in ev.generated]
     out += gen or ["- none kept: give the kernel's PTX or source with `--source FILE` (the worksheet needs it)"]
     if ev.sheets:
-        out.append(f"- handoff worksheet filled for: {', '.join(_code(g.sheet.kernel) for g in ev.sheets)}")
+        out.append(f"- handoff worksheet filled for: {', '.join(md_code(g.sheet.kernel) for g in ev.sheets)}")
     out += ["", "## Symptom", "", f"- expected: {_EXPECTED.get(gate.outcome, '?')}", f"- actual: {_actual(gate, results)}"]
     out += ["", "## Conclusion", "", "Items marked *evidence* are what a tool said; *assumption* items are inferred: "
             "check them.", ""]
@@ -71,13 +71,6 @@ def write_report(bundle: Path, ev: Evidence, gate: Gate, results: list | None) -
     path = bundle / REPORT
     write_output(path, report_markdown(bundle, ev, gate, results).encode("utf-8"))
     return path
-
-
-def _code(text: str) -> str:
-    """A Markdown code span: no escapes inside (they would show), so backticks and line
-    breaks are replaced and control characters dropped."""
-    clean = "".join(ch for ch in str(text) if ch.isprintable()).replace("`", "'")
-    return f"`{clean}`" if clean else "``"
 
 
 def _environment(bundle: Path) -> list[str]:
@@ -103,11 +96,11 @@ def _shapes(ev: Evidence, results: list | None) -> list[str]:
             key = (s.name, render.dims(s.grid), render.dims(s.block))
             seen.setdefault(key, (a, 0))
             seen[key] = (seen[key][0], seen[key][1] + 1)
-        return [f"- {_code(render.fold_name(a.summary.name))}"
+        return [f"- {md_code(render.fold_name(a.summary.name))}"
                 f": grid {g}, block {bl}, {render.regs_smem(a.summary)}" + (f" ({n} launches)" if n > 1 else "")
                 for (_, g, bl), (a, n) in seen.items()]
     if ev.capture is not None:
-        return [f"- from the hang capture: {_code(k)}" for k in _capture_kernels(ev)] or ["- not known"]
+        return [f"- from the hang capture: {md_code(k)}" for k in _capture_kernels(ev)] or ["- not known"]
     return ["- not profiled (no Nsight Compute report in the bundle)"]
 
 
@@ -136,5 +129,5 @@ def _experiments(results: list | None) -> list[str]:
         for f in a.findings:
             h = by_id.get(f.id)
             if f.status is Status.confirmed and h is not None and h.experiment:
-                out.append(f"- {_code(render.fold_name(a.summary.name))}, {f.id}: {md(h.experiment)}")
+                out.append(f"- {md_code(render.fold_name(a.summary.name))}, {f.id}: {md(h.experiment)}")
     return list(dict.fromkeys(out))
