@@ -95,8 +95,8 @@ def timeline(
 ) -> None:
     """When each role works and waits inside one kernel: per-role time shares, the ring's
     stage occupancy and the pipeline-bubbles verdict (prologue, steady-state idle and
-    epilogue shares, copy/compute overlap) from in-kernel role events; serialized-roles
-    with the overlap as its evidence."""
+    epilogue shares, copy/compute overlap) from in-kernel role events. serialized-roles cites
+    the overlap as its evidence."""
     with error_boundary():
         check_outputs(charts_dir, None)
         if perfetto is not None:
