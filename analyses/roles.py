@@ -45,6 +45,9 @@ _MAX_STUB = 8
 # Floating-point math instructions (FFMA, FMUL, HFMA2, DFMA, ...) in one block at or
 # above this count mark the block as math (consumer) work.
 _MATH = re.compile(r"^(FFMA|FMUL|FADD|HFMA2|HMUL2|HADD2|DFMA|DMUL|DADD)")
+# `HFMA2.MMA Rd, -RZ, RZ, a, b` computes -0*0 + (a, b): the compiler's way to move a
+# constant into a register, common in copy loops (ring_pcsamp's LDG/STS producer has one).
+_CONSTANT_MOVE = re.compile(r"^\s*(?:@!?U?P\w+\s+)?HFMA2(?:\.\w+)*\s+R\w+,\s*-?RZ,\s*-?RZ,")
 _MIN_MATH = 4
 
 
@@ -104,12 +107,12 @@ def build_blocks(instrs: list[Instr]) -> dict[int, Block]:
         if not unconditional and b.start in nxt:
             b.succ.add(nxt[b.start])
         ops = [i.opcode_full for i in b.instrs]
+        math = sum(bool(_MATH.match(i.opcode_full)) and not _CONSTANT_MOVE.match(i.text or "") for i in b.instrs)
         if any(_PRODUCER_COPY.match(o) for o in ops) or (
-            any(o.startswith("LDG") for o in ops) and any(o.startswith("STS") for o in ops)
-            and not any(_MATH.match(o) for o in ops)
+            any(o.startswith("LDG") for o in ops) and any(o.startswith("STS") for o in ops) and not math
         ):
             b.seeds.add("producer")
-        if any(_CONSUMER_MMA.match(o) for o in ops) or sum(bool(_MATH.match(o)) for o in ops) >= _MIN_MATH:
+        if any(_CONSUMER_MMA.match(o) for o in ops) or math >= _MIN_MATH:
             b.seeds.add("consumer")
     return blocks
 

@@ -11,6 +11,7 @@ import yaml
 
 from wsperf.analyses.analyze import prepare
 from wsperf.analyses.hypotheses import REQUIRED_KEYS, Status, catalogue, evaluate, parse_header
+from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.store import open_store
 from wsperf.collectors.timeline import load_timeline
 from wsperf.queries import query_names, read_query
@@ -105,3 +106,23 @@ def test_cublas_kernel_is_warp_specialized(analyzed):
         """SELECT w.warp_specialized FROM warp_specialization w JOIN launches USING (launch_id)
            JOIN reports r USING (report_id) WHERE r.path LIKE '%/torch_mm.ncu-rep'""").fetchone()
     assert ws is True
+
+
+def test_a_hand_copy_producer_is_found_past_the_compilers_constant_moves():
+    """ring_pcsamp (fixtures/timeline, the 1-stage ring under PC sampling): one producer warp
+    copies tiles with LDG.128 + STS.128 and arrives on the full barrier; its copy block also
+    holds `HFMA2.MMA Rd, -RZ, RZ, ...`, the compiler's constant move, which once counted as
+    math and hid the producer ('not warp-specialized'). By its design the producer waits
+    for free slots (one stage) and the consumers compute: producer-bound is rejected."""
+    con = open_store(None)
+    load_reports(con, [TIMELINES / "ring_pcsamp.ncu-rep"])
+    prepare(con)
+    roles = dict(con.execute("SELECT role, count(*) FROM role_pcs GROUP BY role").fetchall())
+    copies = con.execute("SELECT DISTINCT r.role FROM role_pcs r JOIN sass s USING (launch_id, pc) "
+                         "WHERE s.opcode IN ('LDG', 'STS')").fetchall()
+    assert copies == [("producer",)] and roles.get("producer", 0) > 100, (copies, roles)
+    ((ws,),) = con.execute("SELECT warp_specialized FROM warp_specialization").fetchall()
+    assert ws is True
+    (lid,) = [x for (x,) in con.execute("SELECT launch_id FROM launches").fetchall()]
+    pb = next(f for f in evaluate(con, [lid]).get(lid).findings if f.id == "producer-bound")
+    assert pb.status is Status.rejected and pb.evidence["producer_wait_share"] > 0.7, (pb.summary, pb.evidence)
