@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from wsperf.collectors.bundle import Bundle, BundleError, RunRecord, is_bundle, read_bundle, resolve
 from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import GiB, input_stat
 from wsperf.collectors.generated import source_kind
 from wsperf.collectors.sanitizer import TOOLS, SanitizerOutput, is_error, load_sanitizer_xml, tool_failure
 
@@ -114,6 +115,9 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
             reports.append(p)
     for x in sanitizer_xml:
         outputs.append(_load_xml(con, x, None, None, label=str(x)))
+    sources = list(sources)
+    for p in sources:  # a --source that is not a file is the user's mistake, not a damaged bundle's problem
+        input_stat(p, kind="generated code (a .cu, .ptx, .cubin, fatbin or binary file)", limit=2 * GiB)
     generated += [(source_kind(p), p) for p in sources]
     gs, sheet_problems = (_handoffs().sheets(generated, bundle.resolve() if bundle is not None else None)
                           if generated else ([], []))

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ import duckdb
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.collectors.bundle import ENVIRONMENT
 from wsperf.collectors.errors import InputError, StoreError
+from wsperf.collectors.files import check_output_dir, staged_into
 from wsperf.collectors.metrics import BY_NAME as _FIGURES
 
 FIGURE_NAMES = frozenset(_FIGURES)
@@ -383,45 +383,37 @@ def export_parquet(con: duckdb.DuckDBPyConnection, out_dir: Path, overwrite: boo
     get run_id NULL and the partition `run_date=__HIVE_DEFAULT_PARTITION__` (Hive's NULL).
     Refuses a non-empty `out_dir` unless `overwrite`, which replaces only these tables."""
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: exists and is not a directory; give a new or empty directory for --parquet")
-    ours = [out / f"{t}.parquet" for t in EXPORT_WHOLE] + [out / t for t in EXPORT_PARTITIONED]
-    if out.is_dir() and any(out.iterdir()):
-        if not overwrite:
-            raise InputError(f"{out}: directory is not empty; give a new or empty directory, or --overwrite to replace "
-                             "the tables wsperf writes there")
-        for p in ours:
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p)
-            elif p.exists() or p.is_symlink():
-                p.unlink()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"{out}: cannot create the directory ({e.strerror}); give a writable path") from None
+    what = "the Parquet export (--parquet)"
+    if check_output_dir(out, what=what) and any(out.iterdir()) and not overwrite:
+        raise InputError(f"{out}: directory is not empty; give a new or empty directory, or --overwrite to replace "
+                         "the tables wsperf writes there")
     try:
         con.execute("SELECT 1 FROM runs LIMIT 0")
     except duckdb.CatalogException:
         raise InputError("this store predates recorded runs; open it once with `wsperf analyze REPORTS --db FILE` "
                          "to add the run tables") from None
     rows: dict[str, int] = {}
-    try:
-        for t in EXPORT_WHOLE:
-            ((rows[t],),) = con.execute(f"COPY (SELECT * FROM {t} ORDER BY ALL) TO $p (FORMAT PARQUET)",
-                                        {"p": str(out / f"{t}.parquet")}).fetchall()
-        for t in EXPORT_PARTITIONED:
-            # Table names come from the fixed tuple above, never from the user.
-            ((rows[t],),) = con.execute(
-                f"""COPY (
-                        SELECT x.*, rr.run_id, CAST(ru.started_at AS DATE) AS run_date
-                        FROM {t} AS x
-                        {'' if t == 'launches' else 'JOIN launches AS l USING (launch_id)'}
-                        LEFT JOIN run_reports AS rr ON rr.report_id = {'x' if t == 'launches' else 'l'}.report_id
-                        LEFT JOIN runs AS ru USING (run_id)
-                    ) TO $p (FORMAT PARQUET, PARTITION_BY (run_date))""",
-                {"p": str(out / t)}).fetchall()
-    except duckdb.Error as e:
-        raise StoreError(f"writing Parquet to {out} failed: {str(e).strip().splitlines()[0]}") from None
-    files = sum(1 for _ in out.rglob("*.parquet"))
+    # Written into a private directory inside `out`, then renamed over these tables' names
+    # (never through a link planted there); a failed or interrupted export leaves the
+    # previous one, not a partial file.
+    with staged_into(out, what=what) as stage:
+        try:
+            for t in EXPORT_WHOLE:
+                ((rows[t],),) = con.execute(f"COPY (SELECT * FROM {t} ORDER BY ALL) TO $p (FORMAT PARQUET)",
+                                            {"p": str(stage / f"{t}.parquet")}).fetchall()
+            for t in EXPORT_PARTITIONED:
+                # Table names come from the fixed tuple above, never from the user.
+                ((rows[t],),) = con.execute(
+                    f"""COPY (
+                            SELECT x.*, rr.run_id, CAST(ru.started_at AS DATE) AS run_date
+                            FROM {t} AS x
+                            {'' if t == 'launches' else 'JOIN launches AS l USING (launch_id)'}
+                            LEFT JOIN run_reports AS rr ON rr.report_id = {'x' if t == 'launches' else 'l'}.report_id
+                            LEFT JOIN runs AS ru USING (run_id)
+                        ) TO $p (FORMAT PARQUET, PARTITION_BY (run_date))""",
+                    {"p": str(stage / t)}).fetchall()
+        except duckdb.Error as e:
+            raise StoreError(f"writing Parquet to {out} failed: {str(e).strip().splitlines()[0]}") from None
+    files = len(EXPORT_WHOLE) + sum(1 for t in EXPORT_PARTITIONED for _ in (out / t).rglob("*.parquet"))
     partitions = len({p.name for t in EXPORT_PARTITIONED for p in (out / t).glob("run_date=*")})
     return ExportResult(out, rows, files, partitions)

@@ -20,6 +20,7 @@ import typer.core
 import typer.main
 
 import wsperf
+from wsperf.cli.params import paths_checked_by_wsperf
 from wsperf.collectors import prestart
 
 # name -> (module under wsperf.cli, function, first sentence of its docstring, context settings)
@@ -74,7 +75,7 @@ def command(name: str) -> typer.core.TyperCommand:
     module, attr, summary, settings = _COMMANDS[name]
     f = getattr(importlib.import_module(f"wsperf.cli.{module}"), attr)
     one = typer.Typer(rich_markup_mode="markdown", add_completion=False)
-    one.command(name=name, short_help=summary, context_settings=settings or None)(f)
+    one.command(name=name, short_help=summary, context_settings=settings or None)(paths_checked_by_wsperf(f))
     return typer.main.get_command(one)  # type: ignore[return-value]
 
 

@@ -20,14 +20,24 @@ target is replaced, never followed (a planted `charts/x.png -> ../victim` stays
 untouched), and a write that fails (disk full) leaves the previous file or nothing,
 never a truncated one. A target that exists and is neither a regular file nor a link (a
 FIFO, a device, a directory) is refused.
+
+Writing many files into a directory (`staged_into`: `wsperf export --parquet`). They are
+written into a new private directory inside the target directory and renamed into place
+name by name only once all were written: what is at a name (a file, a link, a previous
+export's directory) is replaced, never followed, and a write that fails or is
+interrupted leaves the previous files, never a partial one. The target directory itself
+must not be a link.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -160,6 +170,72 @@ def check_output(path: str | os.PathLike[str], *, what: str = "the output",
         raise error(f"{path}: is a directory; give a file name for {what}")
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
         raise error(f"{path}: is not a regular file (a FIFO, device or socket); give a file name for {what}")
+
+
+def check_output_dir(directory: str | os.PathLike[str], *, what: str = "the output",
+                     error: type[WsperfError] = InputError) -> bool:
+    """Refuse an output directory that is a link or exists as something else than a
+    directory, before any work is done. Returns whether it exists."""
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as e:
+        raise error(f"{directory}: cannot write {what} there ({why(e)})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise error(f"{directory}: is a symbolic link; give the directory itself for {what} (wsperf does not "
+                    "write through links)")
+    if not stat.S_ISDIR(st.st_mode):
+        raise error(f"{directory}: exists and is not a directory; give a new or empty directory for {what}")
+    return True
+
+
+@contextmanager
+def staged_into(directory: str | os.PathLike[str], *, what: str = "the output",
+                error: type[WsperfError] = InputError) -> Iterator[Path]:
+    """Yield a new empty directory (mode 0700) inside `directory` (created when missing)
+    to write into; when the block ends without an exception, each entry written there is
+    renamed to the same name in `directory`, replacing what was there (see the module
+    docstring). If the block raises (a failed write, a signal that unwinds it), nothing
+    in `directory` changes and the staging directory is removed."""
+    d = Path(directory)
+    existed = check_output_dir(d, what=what, error=error)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(dir=d, prefix=".wsperf-staging-"))
+    except (OSError, ValueError) as e:
+        raise error(f"{d}: cannot write {what} there ({why(e)}); give a writable directory") from None
+    done = False
+    try:
+        yield stage
+        old = stage / ".replaced"  # what the renames displace, removed with the staging directory
+        old.mkdir()
+        for entry in sorted(p for p in stage.iterdir() if p != old):
+            _rename_over(entry, d / entry.name, old / entry.name)
+        done = True
+    except OSError as e:
+        raise error(f"{d}: cannot write {what} ({why(e)})") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)  # never follows a link inside it
+        if not existed and not done:
+            try:
+                os.rmdir(d)  # the directory this call made, when nothing else went there meanwhile
+            except OSError:
+                pass
+
+
+def _rename_over(new: Path, target: Path, aside: Path) -> None:
+    """Rename `new` to `target`, replacing what is there (a file, a link as a link, a
+    directory); if that fails, what was there is put back."""
+    displaced = os.path.lexists(target)
+    if displaced:
+        os.rename(target, aside)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        if displaced:
+            os.rename(aside, target)
+        raise
 
 
 def _umask() -> int:

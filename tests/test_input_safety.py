@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import math
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -23,6 +24,7 @@ import altair as alt
 import duckdb
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 import corpus
 from support import ENV, wsperf_exe
@@ -31,11 +33,12 @@ from wsperf.analyses.config import load_config
 from wsperf.analyses.sql import query_store, run_sql
 from wsperf.analyses.worksheet import worksheet
 from wsperf.cli.charts import write_charts
+from wsperf.cli.main import app
 from wsperf.collectors import ncu
 from wsperf.collectors.errors import InputError, QueryError, ReportError, StoreError, WsperfError
-from wsperf.collectors.files import write_output
+from wsperf.collectors.files import staged_into, write_output
 from wsperf.collectors.ncu import load_report
-from wsperf.collectors.process import run_bounded
+from wsperf.collectors.process import Terminated, run_bounded
 from wsperf.collectors.sanitizer import read_sanitizer_xml
 from wsperf.collectors.store import open_store, table_counts
 
@@ -395,3 +398,131 @@ def test_a_write_that_fails_leaves_the_previous_file_whole(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "nothing was written" in p.stdout, (p.stdout, p.stderr)
     assert page.read_text() == "previous\n" and [q.name for q in tmp_path.iterdir()] == ["page.html"]
+
+
+def _tree(d: Path) -> dict[str, str]:
+    """Every entry under `d` (not following links): a file's sha256, a link's target."""
+    return {str(p.relative_to(d)): os.readlink(p) if p.is_symlink() else sha(p) if p.is_file() else "dir"
+            for p in sorted(d.rglob("*"))}
+
+
+def _small_files() -> None:
+    # The file size limit stands in for a full disk: a write past 2 KiB fails with EFBIG.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+
+def test_export_replaces_links_and_never_leaves_a_partial_export(tmp_path, store):
+    victim, victim_dir = tmp_path / "victim.txt", tmp_path / "victim-dir"
+    victim.write_text("keep\n")
+    victim_dir.mkdir()
+    (victim_dir / "f").write_text("keep\n")
+    out = tmp_path / "pq"
+    out.mkdir()
+    (out / "runs.parquet").symlink_to("../victim.txt")
+    (out / "launches").symlink_to("../victim-dir")
+    cli("export", "--db", store, "--parquet", out, "--overwrite", code=0)
+    assert victim.read_text() == "keep\n" and [p.name for p in victim_dir.iterdir()] == ["f"]
+    assert not (out / "runs.parquet").is_symlink() and not (out / "launches").is_symlink()
+    assert any((out / "launches").rglob("*.parquet")) and not list(out.glob(".wsperf-*"))
+    # The directory itself a link: refused, not written through.
+    (tmp_path / "link").symlink_to("pq")
+    before = _tree(out)
+    assert b"symbolic link" in cli("export", "--db", store, "--parquet", tmp_path / "link", "--overwrite").stderr
+    # A write that fails leaves the previous export whole, and a new directory absent.
+    cli("export", "--db", store, "--parquet", out, "--overwrite", preexec_fn=_small_files)
+    cli("export", "--db", store, "--parquet", tmp_path / "new", preexec_fn=_small_files)
+    assert _tree(out) == before and not (tmp_path / "new").exists()
+    # Interrupted (SIGTERM unwinds as Terminated) after a partial write: the same.
+    with pytest.raises(Terminated):
+        with staged_into(out) as stage:
+            (stage / "runs.parquet").write_bytes(b"PAR1 partial")
+            raise Terminated(signal.SIGTERM)
+    assert _tree(out) == before
+
+
+# -- before the command's error boundary: memory limits, signals at start-up, path checks ------------
+
+
+def test_running_out_of_memory_while_importing_is_one_error():
+    def limit_memory():
+        # Under 150 MiB of address space, mapping DuckDB's or pyarrow's shared library fails
+        # ("failed to map segment from shared object") while the command's module imports.
+        resource.setrlimit(resource.RLIMIT_AS, (150 << 20, 150 << 20))
+
+    p = cli("analyze", corpus.BASIC, preexec_fn=limit_memory)
+    assert b"out of memory" in p.stderr, p.stderr
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether process `pid` has a handler for `sig` (its SigCgt mask in /proc)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(int(ln.split()[1], 16) for ln in f if ln.startswith("SigCgt:"))
+    except (FileNotFoundError, StopIteration):
+        return False
+    return bool(mask >> (sig - 1) & 1)
+
+
+def test_a_signal_during_start_up_unwinds_like_ctrl_c(tmp_path):
+    """From the moment the console script runs, SIGTERM/SIGHUP exit 143/129 with one line:
+    while Typer, the command's module, DuckDB and pyarrow import, and as the readers start.
+    (Before that the interpreter itself is starting, and nothing needs cleaning up.)"""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    for sig, delay in ((signal.SIGTERM, 0.0), (signal.SIGTERM, 0.05), (signal.SIGTERM, 0.2), (signal.SIGHUP, 0.1)):
+        p = subprocess.Popen([wsperf_exe(), "analyze", str(corpus.BASIC)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env={**ENV, "TMPDIR": str(scratch)})
+        deadline = time.monotonic() + 30
+        while not _catches(p.pid, sig) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        # Caught before the heavy libraries are mapped, i.e. before the command's boundary runs.
+        maps = Path(f"/proc/{p.pid}/maps").read_text()
+        assert "_duckdb" not in maps and "libarrow" not in maps, "SIGTERM is caught only once DuckDB is loaded"
+        time.sleep(delay)
+        p.send_signal(sig)
+        err = p.communicate(timeout=30)[1].decode()
+        assert p.returncode == 128 + sig and "Traceback" not in err, (sig, delay, p.returncode, err[-2000:])
+        assert err.count("Error:") == 1 and signal.Signals(sig).name in err, err
+    assert not list(scratch.iterdir())
+
+
+INPUT_FILE_COMMANDS = [  # X: where a file is expected
+    ["analyze", "X"], ["analyze", corpus.BASIC, "--sanitizer", "X"], ["analyze", corpus.BASIC, "--config", "X"],
+    ["analyze", corpus.BASIC, "--source", "X"], ["chart", "X", "--out", "charts"], ["compare", "X", corpus.BASIC],
+    ["compare", corpus.BASIC, corpus.BASIC, "--config", "X"], ["sql", "SELECT 1", "--report", "X"],
+    ["sql", "SELECT 1", "--db", "X"], ["history", "--db", "X"], ["export", "--db", "X", "--parquet", "pq"],
+    ["worksheet", "X"], ["inspect", "X"], ["nsys", "X"], ["timeline", "X"],
+]
+
+
+def test_a_missing_file_or_a_directory_is_one_error_line_in_every_command(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WSPERF_NO_PRESTART", "1")  # no reader processes for the report beside the bad input
+    (tmp_path / "a-directory").mkdir()
+    runner = CliRunner()
+    for bad in ("missing.file", "a-directory"):
+        for argv in INPUT_FILE_COMMANDS:
+            args = [bad if a == "X" else str(a) for a in argv]
+            r = runner.invoke(app, args)
+            lines = [ln for ln in r.output.splitlines() if ln.strip()]
+            assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("Error:"), (args, r.output)
+
+
+def test_an_unreadable_file_is_one_error_line_not_a_usage_box(tmp_path):
+    """Typer's own readability check of Path parameters would print its usage box; wsperf's
+    checks say it in one line. As root, the child runs without the capabilities that let
+    root read any file."""
+    locked = tmp_path / "locked.ncu-rep"
+    shutil.copy(corpus.BASIC, locked)
+    locked.chmod(0)
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    if prefix and not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: every file is readable")
+    if subprocess.run([*prefix, "cat", str(locked)], capture_output=True).returncode == 0:
+        pytest.skip("the file stays readable here")
+    for args in (["analyze", locked], ["history", "--db", locked], ["worksheet", locked]):
+        p = subprocess.run([*prefix, wsperf_exe(), *map(str, args)], capture_output=True, text=True,
+                           timeout=CLI_LIMIT_S, env=ENV)
+        assert p.returncode == 2 and p.stderr.startswith("Error: ") and p.stderr.count("\n") == 1, (args, p.stderr)
+        assert "Permission denied" in p.stderr, p.stderr
