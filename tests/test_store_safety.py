@@ -10,15 +10,20 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
+from typer.testing import CliRunner
 
 from support import REPORTS, ROOT, wsperf, wsperf_exe
 from test_cli import assert_one_error_line
 
+from wsperf.cli.main import app
 from wsperf.collectors.errors import StoreError
+from wsperf.collectors.ncu import load_report
 from wsperf.collectors.store import HISTORY_TABLES, TABLES, check_store, open_store
 
 COMPARE = ROOT / "fixtures" / "compare"
@@ -219,3 +224,42 @@ def test_open_store_waits_for_the_lock_then_gives_up_clearly(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_report_swapped_while_analyze_records_it_is_stored_whole(tmp_path):
+    """`analyze --db` of a path that another process keeps replacing with one of two
+    reports: each report stored has the launches of the file its sha256 names, never a
+    mix. In-process, three runs (the library test in test_input_safety swaps at the one
+    point the race hit; this one goes through the command line, readers and all)."""
+    a, b = tmp_path / "a.ncu-rep", tmp_path / "b.ncu-rep"
+    shutil.copy(REPORTS / "gemm_wgmma_tma_basic.ncu-rep", a)
+    shutil.copy(REPORTS / "ws_stream_healthy.ncu-rep", b)
+    want = {}
+    for src in (a, b):
+        con = open_store(None)
+        sha = load_report(con, src).sha256
+        want[sha] = sorted(k for (k,) in con.execute("SELECT kernel_function FROM launches").fetchall())
+    path, db, stop = tmp_path / "report.ncu-rep", tmp_path / "s.duckdb", threading.Event()
+    shutil.copy(a, path)
+
+    def swap() -> None:  # os.replace of a hard link: the name always names one whole report
+        while not stop.is_set():
+            for src in (b, a):
+                os.link(src, tmp_path / "next")
+                os.replace(tmp_path / "next", path)
+                time.sleep(0.003)
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    try:
+        for i in range(3):
+            r = CliRunner().invoke(app, ["analyze", str(path), "--db", str(db), "--label", f"swap{i}"])
+            assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    finally:
+        stop.set()
+        swapper.join()
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute("""SELECT r.sha256, list(l.kernel_function ORDER BY l.kernel_function)
+                                FROM reports AS r JOIN launches AS l USING (report_id) GROUP BY ALL""").fetchall()
+        assert con.execute("SELECT count(*) FROM runs").fetchall() == [(3,)]
+    assert stored and all(want.get(sha) == kernels for sha, kernels in stored), (stored, want)
