@@ -228,13 +228,35 @@ def _num(v: int | None) -> str:
     return "n/a" if v is None else f"{v:,}"
 
 
+# Past this many identical launches their durations read as a range, not one by one (a
+# report of 105 launches of one kernel gave a seven-line list of durations).
+_SAME_DURATIONS_LISTED = 6
+
+
+def id_ranges(ids: Iterable[int]) -> str:
+    """Launch ids with runs of consecutive ones shortened: 2, 3, 4, 5, 9 -> '2-5, 9'."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def same_as_line(first: KernelAnalysis, others: tuple[KernelAnalysis, ...]) -> str:
     """The line that stands for launches identical to `first` (kernel, report, launch
-    shape, verdicts): their ids and durations."""
-    ids = ", ".join(str(o.summary.launch_id) for o in others)
-    durs = ", ".join(duration(o.summary.duration_ns) for o in others)
+    shape, verdicts): their ids and durations (their range when there are many)."""
+    ids = id_ranges(o.summary.launch_id for o in others)
+    ns = [o.summary.duration_ns for o in others]
+    known = [d for d in ns if d is not None]
+    if len(ns) <= _SAME_DURATIONS_LISTED or not known:
+        durs = "duration " + ", ".join(duration(d) for d in ns)
+    else:
+        unknown = f", {len(ns) - len(known)} n/a" if len(known) < len(ns) else ""
+        durs = f"durations {duration(min(known))} to {duration(max(known))}{unknown}"
     return (f"launch{'es' if len(others) > 1 else ''} {ids}: the same kernel, launch shape and verdicts as "
-            f"launch {first.summary.launch_id} (duration {durs})")
+            f"launch {first.summary.launch_id} ({durs})")
 
 
 def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:

@@ -4,6 +4,7 @@ question: Are too few CTAs (or clusters) resident to keep every SM busy?
 evidence:
   - launches.grid_size, cluster_size, sm_count, occupancy_limit_* (LaunchStats, Occupancy)
   - figures.sm_active_cycles / sm_elapsed_cycles: sm__cycles_active.avg / sm__cycles_elapsed.avg (share of the kernel's time an SM had work)
+  - launches.elapsed_cycles (gpc__cycles_elapsed.max) as the denominator where the report lacks sm__cycles_elapsed.avg
   - launches.waves_per_sm
 threshold:
   min_sm_active: 0.5   # below this share of elapsed cycles with work, SMs sat idle
@@ -11,6 +12,8 @@ measured: |
   ws_stream_fewctas (16 CTAs on 132 SMs): sm_active 0.121 (confirmed, limiter grid);
   all others 0.82-0.99: ws_stream_healthy 0.957, gemm_wgmma_tma 0.949, torch_mm 0.951,
   multi_launch reduce_sum (264 CTAs, 0.25 waves) 0.873 (rejected).
+  Over gpc__cycles_elapsed.max instead, the same launches read within 0.015 of these
+  (ws_stream_fewctas 0.121, gemm_wgmma_tma 0.935, torch_mm 0.942, reduce_sum 0.874).
 experiment: >
   Launch at least one CTA (or cluster) per SM, or fit more per SM (fewer registers or less
   shared memory): SM activity should rise above 0.8 (ws_stream_fewctas 0.121 ->
@@ -42,10 +45,18 @@ v AS (
         least(l.occupancy_limit_blocks, l.occupancy_limit_registers, l.occupancy_limit_shared_mem,
               l.occupancy_limit_warps, l.occupancy_limit_barriers) AS ctas_per_sm,
         l.waves_per_sm,
-        m.sm_cycles_active / nullif(m.sm_cycles_elapsed, 0) AS sm_active,
-        -- The resource that allows the fewest CTAs per SM (ties: first listed).
+        -- Reports collected by other people often hold sm__cycles_active.avg but not
+        -- sm__cycles_elapsed.avg (ncu's SpeedOfLight section shows "Elapsed Cycles" as
+        -- gpc__cycles_elapsed.max; A10G, A40, RTX 2080 Ti and H800 reports seen so).
+        -- SMs and GPCs share one clock, so that count stands in for it.
+        m.sm_cycles_active / nullif(coalesce(m.sm_cycles_elapsed, l.elapsed_cycles), 0) AS sm_active,
+        -- The resource that allows the fewest CTAs per SM (ties: first listed). The SM's CTA
+        -- slots come first: a kernel without shared memory reports its shared-memory limit
+        -- equal to the slot limit (RTX 2080 Ti, 0 B: 16 and 16), and on a tie with the slots
+        -- shrinking the other resource would not fit one more CTA.
         CASE least(l.occupancy_limit_blocks, l.occupancy_limit_registers, l.occupancy_limit_shared_mem,
                    l.occupancy_limit_warps, l.occupancy_limit_barriers)
+            WHEN l.occupancy_limit_blocks THEN 'CTA slots'
             WHEN l.occupancy_limit_shared_mem THEN 'shared memory'
             WHEN l.occupancy_limit_registers THEN 'registers'
             WHEN l.occupancy_limit_warps THEN 'warps'
@@ -69,8 +80,10 @@ SELECT
         WHEN grid_size IS NULL OR sm_count IS NULL THEN
             'no launch statistics in the report: collect --section LaunchStats --section Occupancy'
         WHEN grid_size < sm_count THEN
-            printf('%d CTAs (%d clusters of %d) for %d SMs: %d SMs get no work (limiter: grid)',
-                   grid_size, clusters, cluster_size, sm_count, sm_count - grid_size)
+            printf('%d CTA%s%s for %d SMs: %d SMs get no work (limiter: grid)',
+                   grid_size, CASE WHEN grid_size = 1 THEN '' ELSE 's' END,
+                   CASE WHEN cluster_size > 1 THEN printf(' (%d clusters of %d)', clusters, cluster_size) ELSE '' END,
+                   sm_count, sm_count - grid_size)
         WHEN sm_active < $min_sm_active THEN
             printf('SMs had work %.0f%% of the time with %d CTAs, %.2f waves (limiter: %s, %d CTAs/SM)',
                    100 * sm_active, grid_size, waves_per_sm, occupancy_limiter, ctas_per_sm)
