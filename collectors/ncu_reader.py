@@ -9,19 +9,53 @@ staged table, for the parent to insert. The JSON-lines protocol is in `_serve`.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import sys
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+
+
+class _Without:
+    """Import hook of the reader process: the named packages fail to import. A reader
+    builds Arrow tables from Python lists and has no use for pandas (which pyarrow would
+    import, ~0.25 s, the first time it converts a list, only to look for pandas types) or
+    for numpy (~0.12 s of every reader's start, which pyarrow 18 and later import only
+    when asked)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"{name.partition('.')[0]} is not used by the report reader", name=name)
+        return None
+
+
+def _pyarrow_major() -> int | None:
+    """The installed pyarrow's major version, read from its version file without importing
+    it; None when that cannot be read."""
+    try:
+        spec = importlib.util.find_spec("pyarrow")
+        text = Path(spec.submodule_search_locations[0], "_generated_version.py").read_text()  # type: ignore[union-attr]
+        return int(re.search(r"""version = ['"](\d+)\.""", text).group(1))  # type: ignore[union-attr]
+    except (AttributeError, ImportError, OSError, TypeError, ValueError):
+        return None
+
+
 if __name__ == "__main__":
     # A reader process (`--serve`): load ncu_report before pyarrow. With pyarrow's
     # libraries loaded first, ncu_report 2025.3 (the module Nsight Compute 2025.3 ships,
     # and PyPI's ncu-report==2025.3.1) crashes in its first IMetric.unit() call.
     import ncu_report  # noqa: F401
+
+    # pyarrow 17 and older import numpy themselves (tried: 16.0 and 17.0 fail without it).
+    sys.meta_path.insert(0, _Without(("pandas", "numpy") if (_pyarrow_major() or 0) >= 18 else ("pandas",)))
 
 import pyarrow as pa
 import pyarrow.ipc
@@ -149,9 +183,6 @@ def _serve() -> int:
     except ImportError:  # Windows has none: there readers are never retired for size
         resource = None  # type: ignore[assignment]
 
-    # pyarrow imports pandas (~0.25 s) the first time it converts a Python list, only to
-    # look for pandas types; a reader never has any, so keep pandas out of this process.
-    sys.meta_path.insert(0, _NoPandas())
     # Answers go to a private copy of stdout; fd 1 then points at stderr, so whatever
     # the native library prints cannot corrupt them.
     channel = os.fdopen(os.dup(1), "w", buffering=1)
@@ -208,15 +239,6 @@ def _warm_up(path: str) -> bool:
         return _Reader(path, path, Path(os.devnull), 0).warm_up()
     except Exception:  # noqa: BLE001 - only speed is at stake
         return False
-
-
-class _NoPandas:
-    """Import hook of the reader process: `import pandas` fails (see _serve)."""
-
-    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name.partition(".")[0] == "pandas":
-            raise ModuleNotFoundError("pandas is not used by the report reader", name=name)
-        return None
 
 
 def _metric(by_name: Callable[[str], Any], name: str) -> Any:
