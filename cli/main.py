@@ -134,7 +134,3 @@ def _main(show_version: bool = typer.Option(False, "--version", callback=_versio
                                             help="Print wsperf's version and exit.")) -> None:
     """Why is this warp-specialized kernel broken or slow? Answers from real Nsight Compute,
     compute-sanitizer and cuda-gdb output."""
-
-
-def main() -> None:  # pragma: no cover - console-script shim
-    app()
