@@ -60,10 +60,11 @@ def error_boundary() -> Iterator[None]:
         _fail("interrupted (Ctrl-C); nothing was recorded", 128 + signal.SIGINT)
     except Terminated as e:
         _fail(f"terminated by {e}; nothing was recorded", 128 + e.signum)
-    except RuntimeError:  # DuckDB's "Query interrupted" when SIGTERM came mid-query
+    except RuntimeError:  # DuckDB's "Query interrupted" when a signal came mid-query
         if (signum := received_signal()) is None:
             raise
-        _fail(f"terminated by {signal.Signals(signum).name}; nothing was recorded", 128 + signum)
+        what = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"terminated by {signal.Signals(signum).name}"
+        _fail(f"{what}; nothing was recorded", 128 + signum)
     except MemoryError:
         _fail("out of memory (is a memory limit such as `ulimit -v` set?); nothing was recorded", ExitCode.ERROR)
     except OSError as e:

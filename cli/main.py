@@ -13,6 +13,7 @@ checks that it is still the first sentence of the command's docstring."""
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import typer
@@ -94,10 +95,17 @@ class _LazyCommand(typer.core.TyperCommand):
         return self._real
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[no-untyped-def]
-        # A command that loads reports gets its readers started before its module imports.
-        prestart.start_for(self.name, list(args))  # type: ignore[arg-type]
+        try:
+            # A command that loads reports gets its readers started before its module imports.
+            prestart.start_for(self.name, list(args))  # type: ignore[arg-type]
+            real = self.real()
+        except KeyboardInterrupt:
+            # Ctrl-C while the command's module and its libraries import (most of a second,
+            # before its error boundary): Typer would exit 130 silently; say it, as the boundary does.
+            sys.stderr.write("Error: interrupted (Ctrl-C); nothing was recorded\n")
+            raise SystemExit(130) from None
         # The context is the real command's: Click then parses, completes and invokes it.
-        return self.real().make_context(info_name, args, parent=parent, **extra)
+        return real.make_context(info_name, args, parent=parent, **extra)
 
 
 class _LazyGroup(typer.core.TyperGroup):

@@ -209,11 +209,12 @@ def save(data: bytes, path: Path) -> None:
     path.write_bytes(data)
 
 
-_received: int | None = None  # the signal signals_as_exceptions turned into Terminated
+_received: int | None = None  # the signal signals_as_exceptions turned into Terminated (or KeyboardInterrupt)
 
 
 def received_signal() -> int | None:
-    """The SIGTERM/SIGHUP that was turned into Terminated, if one was. DuckDB runs
+    """The SIGTERM/SIGHUP that was turned into Terminated (or the SIGINT turned into
+    KeyboardInterrupt), if one was. DuckDB runs
     signal handlers inside a query and reports their exception as its own
     `RuntimeError: Query interrupted`: this says what really happened."""
     return _received
@@ -233,8 +234,9 @@ class Terminated(BaseException):
 
 @contextmanager
 def signals_as_exceptions() -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise Terminated in the main thread (SIGINT
-    already raises KeyboardInterrupt). Outside the main thread, or where a handler is
+    """While inside, SIGTERM and SIGHUP raise Terminated in the main thread, and SIGINT
+    raises KeyboardInterrupt as Python's own handler does, each remembered
+    (`received_signal`). Outside the main thread, or where a handler is
     set already (an embedding program), nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -245,10 +247,19 @@ def signals_as_exceptions() -> Iterator[None]:
         _received = signum
         raise Terminated(signum)
 
+    def raise_interrupt(signum: int, frame: object) -> None:
+        # As Python's own handler, and remembered: inside a DuckDB query the interrupt
+        # surfaces as DuckDB's "Query interrupted" RuntimeError, not as KeyboardInterrupt.
+        global _received
+        _received = signum
+        raise KeyboardInterrupt
+
     old = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             old[sig] = signal.signal(sig, raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        old[signal.SIGINT] = signal.signal(signal.SIGINT, raise_interrupt)
     try:
         yield
     finally:

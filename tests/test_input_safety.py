@@ -487,6 +487,24 @@ def test_a_signal_during_start_up_unwinds_like_ctrl_c(tmp_path):
     assert not list(scratch.iterdir())
 
 
+def test_ctrl_c_at_any_moment_is_one_error_line_and_exit_130():
+    """Ctrl-C while the console script starts, while the command's module imports (Typer
+    alone exited 130 silently there), while DuckDB applies the schema (it reports the
+    interrupt as its own 'RuntimeError: Query interrupted': a traceback, exit 1) and while
+    the report loads."""
+    for delay in (0.1, 0.3, 0.6, 0.9, 1.2):
+        p = subprocess.Popen([wsperf_exe(), "analyze", str(corpus.BASIC)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env=ENV,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        err = p.communicate(timeout=60)[1].decode()
+        if p.returncode == 0:
+            continue  # finished before the signal: nothing to say
+        assert p.returncode == 130 and "Traceback" not in err, (delay, p.returncode, err[-2000:])
+        assert err.count("Error:") == 1 and "Ctrl-C" in err, (delay, err)
+
+
 INPUT_FILE_COMMANDS = [  # X: where a file is expected
     ["analyze", "X"], ["analyze", corpus.BASIC, "--sanitizer", "X"], ["analyze", corpus.BASIC, "--config", "X"],
     ["analyze", corpus.BASIC, "--source", "X"], ["chart", "X", "--out", "charts"], ["compare", "X", corpus.BASIC],
