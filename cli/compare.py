@@ -24,9 +24,9 @@ from wsperf.analyses.compare import Change, CompareResult, FigureChange, KernelC
 from wsperf.analyses.config import load_config
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
-from wsperf.cli.common import check_outputs, err, error_boundary, load_progress
-from wsperf.cli.common import out
+from wsperf.cli.common import check_outputs, err, error_boundary, load_progress, out
 from wsperf.cli.nsys import compare_exports
+from wsperf.cli.runs import require_store
 from wsperf.collectors.errors import ExitCode, InputError
 from wsperf.collectors.files import write_output
 from wsperf.collectors.store import open_store
@@ -74,8 +74,8 @@ def compare(
             raise InputError(f"give BASE CANDIDATE, or BASE... --vs CANDIDATE... (got {len(inputs)} arguments "
                              "and no --vs)")
         cfg = load_config(config)
-        if db is not None and not db.exists():
-            raise InputError(f"{db}: no such store; record runs into it first, or leave out --db to compare files")
+        if db is not None:
+            require_store(db, "record runs into it first, or leave out --db to compare files")
         con = open_store(db)
         check_kernel_regex(kernel)
         result = compare_exports(con, base_names, cand_names, cfg, kernel)  # Nsight Systems exports; else None

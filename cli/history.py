@@ -20,7 +20,7 @@ from wsperf.analyses.nsys import nsys_history
 from wsperf.analyses.history import HistoryPoint, export_parquet, history as run_history
 from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, out
-from wsperf.cli.runs import LOCK_HELP
+from wsperf.cli.runs import LOCK_HELP, require_store
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
 
@@ -67,8 +67,7 @@ def history(
     with error_boundary():
         check_outputs(charts_dir, None)
         cfg = load_config(config)
-        if not db.is_file():
-            raise InputError(f"{db}: no such store; record runs into it with `wsperf analyze REPORTS --db {db}`")
+        require_store(db)
         con = open_store(db, read_only=True, lock_timeout=lock_timeout)
         if source is HistorySource.nsys and metric != "duration_ns":
             raise InputError(f"--metric {metric!r}: runs of Nsight Systems exports hold durations only (duration_ns)")
@@ -173,8 +172,7 @@ def export(
     launches, metrics, sass, stalls, opcodes and ncu_rules with their run_id,
     Hive-partitioned by the run's date (DIR/<table>/run_date=YYYY-MM-DD/)."""
     with error_boundary():
-        if not db.is_file():
-            raise InputError(f"{db}: no such store; record runs into it with `wsperf analyze REPORTS --db {db}`")
+        require_store(db)
         con = open_store(db, read_only=True, lock_timeout=lock_timeout)
         res = export_parquet(con, parquet, overwrite=overwrite)
         t = Table()

@@ -48,3 +48,14 @@ def load_run(con: duckdb.DuckDBPyConnection, meta: RunMeta | None, reports: list
         err.print(render.plain(f"wsperf analyze: recorded run {run.label!r} (run {run.run_id}, "
                                f"{run.reports} report(s))"), soft_wrap=True)
     return launch_ids_of_reports(con, [r.report_id for r in loaded])
+
+
+def require_store(db: Path, hint: str = "record runs into it with `wsperf analyze REPORTS --db {db}`") -> None:
+    """An InputError unless `db` is an existing regular file (what --db must name to be
+    read): a missing path is no store yet, a directory or a device is none at all."""
+    if not db.exists():
+        raise InputError(f"{db}: no such store; " + hint.format(db=db))
+    if not db.is_file():
+        kind = "a directory" if db.is_dir() else "not a regular file"
+        raise InputError(f"{db}: is {kind}, not a wsperf store (a DuckDB file written by `wsperf analyze --db`)")
+

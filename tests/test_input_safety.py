@@ -525,6 +525,8 @@ def test_a_missing_file_or_a_directory_is_one_error_line_in_every_command(tmp_pa
             r = runner.invoke(app, args)
             lines = [ln for ln in r.output.splitlines() if ln.strip()]
             assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("Error:"), (args, r.output)
+            if bad == "a-directory" and "--db" in args:  # a store named by a directory is none, not a missing one
+                assert "is a directory" in lines[0], (args, r.output)
 
 
 def test_an_unreadable_file_is_one_error_line_not_a_usage_box(tmp_path):
