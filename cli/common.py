@@ -23,7 +23,7 @@ from wsperf.cli.render import OutputFormat
 from wsperf.collectors.errors import ExitCode, WsperfError
 from wsperf.collectors.files import why
 from wsperf.collectors.ncu import load_reports
-from wsperf.collectors.process import Terminated, received_signal, signals_as_exceptions
+from wsperf.collectors.process import Terminated, received_signal, signal_words, signals_as_exceptions
 
 # Piped output (CI logs, files) is read in wide windows: do not wrap it at 80 columns.
 # Piped output keeps the width COLUMNS asks for, when it asks.
@@ -59,12 +59,11 @@ def error_boundary() -> Iterator[None]:
     except KeyboardInterrupt:
         _fail("interrupted (Ctrl-C); nothing was recorded", 128 + signal.SIGINT)
     except Terminated as e:
-        _fail(f"terminated by {e}; nothing was recorded", 128 + e.signum)
+        _fail(f"{signal_words(e.signum)}; nothing was recorded", 128 + e.signum)
     except RuntimeError:  # DuckDB's "Query interrupted" when a signal came mid-query
         if (signum := received_signal()) is None:
             raise
-        what = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"terminated by {signal.Signals(signum).name}"
-        _fail(f"{what}; nothing was recorded", 128 + signum)
+        _fail(f"{signal_words(signum)}; nothing was recorded", 128 + signum)
     except MemoryError:
         _fail("out of memory (is a memory limit such as `ulimit -v` set?); nothing was recorded", ExitCode.ERROR)
     except OSError as e:

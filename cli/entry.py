@@ -5,10 +5,10 @@ the command's module and its libraries (DuckDB, pyarrow, pandas: about a second 
 2-core machine) are imported. What goes wrong before that is caught here, so that it
 too ends as one `Error:` line with a documented exit code (README, "Exit codes"):
 
-- SIGTERM / SIGHUP: the handlers that turn them into `Terminated` are installed before
-  anything heavy is imported and stay for the whole run (the boundary sees they are set
-  and keeps them), so a signal during start-up unwinds like Ctrl-C: exit 143 / 129, and
-  Ctrl-C while the command line is imported exits 130. A signal that arrives before the
+- SIGTERM / SIGHUP / SIGINT: the handlers that turn them into `Terminated` are installed
+  before anything heavy is imported and stay for the whole run (the boundary sees they
+  are set and keeps them), so a signal during start-up unwinds: exit 143 / 129 / 130, one
+  line (Ctrl-C as `Terminated`, not KeyboardInterrupt, which Typer would swallow). A signal that arrives before the
   interpreter reaches this module (its first few tens of milliseconds) still gets the
   default action: nothing has started then that needs cleaning up.
 - Out of memory under a memory limit (`ulimit -v`): importing pyarrow, DuckDB or pandas
@@ -26,7 +26,7 @@ import signal
 import sys
 
 from wsperf.collectors.errors import ExitCode
-from wsperf.collectors.process import Terminated, signals_as_exceptions
+from wsperf.collectors.process import Terminated, signal_words, signals_as_exceptions
 
 # An ImportError or OSError whose text says that memory ran out: the dynamic loader's
 # "failed to map segment from shared object" and "cannot allocate memory (in static TLS
@@ -47,7 +47,7 @@ def main() -> int:
                 return _fail(f"interrupted (Ctrl-C); {_NOTHING_RECORDED}", 128 + signal.SIGINT)
             app()
     except Terminated as e:
-        return _fail(f"terminated by {e}; {_NOTHING_RECORDED}", 128 + e.signum)
+        return _fail(f"{signal_words(e.signum)}; {_NOTHING_RECORDED}", 128 + e.signum)
     except Exception as e:
         if not out_of_memory(e):
             raise  # a bug keeps its traceback

@@ -209,20 +209,19 @@ def save(data: bytes, path: Path) -> None:
     path.write_bytes(data)
 
 
-_received: int | None = None  # the signal signals_as_exceptions turned into Terminated (or KeyboardInterrupt)
+_received: int | None = None  # the signal signals_as_exceptions turned into Terminated
 
 
 def received_signal() -> int | None:
-    """The SIGTERM/SIGHUP that was turned into Terminated (or the SIGINT turned into
-    KeyboardInterrupt), if one was. DuckDB runs
+    """The SIGTERM/SIGHUP/SIGINT that was turned into Terminated, if one was. DuckDB runs
     signal handlers inside a query and reports their exception as its own
     `RuntimeError: Query interrupted`: this says what really happened."""
     return _received
 
 
 class Terminated(BaseException):
-    """SIGTERM or SIGHUP arrived (`timeout`, a CI runner cancelling a job, a closed
-    terminal). Raised in the main thread like KeyboardInterrupt is for SIGINT, so that
+    """SIGTERM, SIGHUP or SIGINT arrived (`timeout`, a CI runner cancelling a job, a closed
+    terminal, Ctrl-C). Raised in the main thread like KeyboardInterrupt, so that
     every `finally` runs: temporary copies are removed, a repro's process group is
     killed (`run_bounded`), a store transaction is rolled back. Not an Exception: only the
     CLI's boundary catches it, and turns it into exit 128 + signal (143 for SIGTERM)."""
@@ -234,9 +233,8 @@ class Terminated(BaseException):
 
 @contextmanager
 def signals_as_exceptions() -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise Terminated in the main thread, and SIGINT
-    raises KeyboardInterrupt as Python's own handler does, each remembered
-    (`received_signal`). Outside the main thread, or where a handler is
+    """While inside, SIGTERM, SIGHUP and SIGINT (where Python's own handler is set) raise
+    Terminated in the main thread, each remembered (`received_signal`). Outside the main thread, or where a handler is
     set already (an embedding program), nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -247,19 +245,14 @@ def signals_as_exceptions() -> Iterator[None]:
         _received = signum
         raise Terminated(signum)
 
-    def raise_interrupt(signum: int, frame: object) -> None:
-        # As Python's own handler, and remembered: inside a DuckDB query the interrupt
-        # surfaces as DuckDB's "Query interrupted" RuntimeError, not as KeyboardInterrupt.
-        global _received
-        _received = signum
-        raise KeyboardInterrupt
-
     old = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             old[sig] = signal.signal(sig, raise_terminated)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        old[signal.SIGINT] = signal.signal(signal.SIGINT, raise_interrupt)
+        # Terminated, not KeyboardInterrupt: Typer and Click catch that one themselves and
+        # exit 130 without a word (while a command's module imports, while they parse).
+        old[signal.SIGINT] = signal.signal(signal.SIGINT, raise_terminated)
     try:
         yield
     finally:
@@ -274,3 +267,9 @@ def is_elf(path: str) -> bool:
             return f.read(4) == b"\x7fELF"
     except OSError:
         return False
+
+
+def signal_words(signum: int) -> str:
+    """How an Error line names the signal that stopped the command."""
+    return "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"terminated by {signal.Signals(signum).name}"
+

@@ -38,7 +38,7 @@ _NAME = re.compile(r"\b[a-z][a-z0-9]*__[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 # Code that names metrics directly. collectors/metrics.py is the mapping, checked figure by
 # figure below (its docstring names Blackwell-only counters on purpose).
 SCANNED = (sorted((ROOT / "queries").glob("*.sql")) + sorted((ROOT / "analyses").glob("*.py"))
-           + [ROOT / "collectors" / "collect.py", ROOT / "collectors" / "ncu.py"])
+           + [ROOT / "collectors" / "collect.py", ROOT / "collectors" / "ncu.py", ROOT / "collectors" / "ncu_reader.py"])
 
 # Names no catalogue or section lists for sm_100/sm_120: ncu records launch and device
 # attributes and timestamps for every profiled launch, and computes the SASS-patched and

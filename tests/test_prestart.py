@@ -4,9 +4,11 @@ left running. Real reports; real reader processes."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -55,9 +57,24 @@ def test_the_load_takes_the_warmed_readers():
     (res,) = load_reports(con, [REPORT])
     assert res.launches == 1 and not prestart.take()
     assert pool.spawned == spawned  # no reader of its own: it used those started early
-    assert any(w.code_warm for w in pool.idle)  # the warm-up answered
     (n,) = con.execute("SELECT count(*) FROM sass WHERE sass IS NOT NULL").fetchone()
     assert n == 1779
+
+
+def test_the_first_reader_warms_up_on_the_report():
+    assert prestart.start_for("analyze", [str(REPORT)]) >= 1
+    procs = prestart.take()
+    first = procs[0][0]
+    timer = threading.Timer(120, first.kill)  # a hung reader fails the test, not the suite
+    timer.start()
+    try:
+        answer = first.stdout.readline()
+    finally:
+        timer.cancel()
+        for proc, _ in procs:
+            proc.kill()
+            proc.wait()
+    assert json.loads(answer) == {"warmed": True}, answer  # ncu_report's disassembler is set up
 
 
 def test_unused_readers_are_stopped():
