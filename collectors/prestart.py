@@ -38,6 +38,7 @@ COMMANDS = frozenset({"analyze", "chart"})
 
 _started: list[tuple[subprocess.Popen, Path]] = []
 _dir: list[Path] = []
+_registered: list[bool] = []  # stop() is registered to run at exit
 
 
 def start_for(command: str, args: list[str]) -> int:
@@ -60,6 +61,9 @@ def start_for(command: str, args: list[str]) -> int:
     except OSError:  # cannot start a process or a temporary directory: the load starts its own
         stop()
         return 0
+    except BaseException:  # a signal (Terminated) or Ctrl-C: nothing left behind
+        stop()
+        raise
     return len(_started)
 
 
@@ -89,8 +93,14 @@ def _is_report(path: str) -> bool:
 
 def _spawn() -> tuple[subprocess.Popen, Path]:
     if not _dir:
-        _dir.append(Path(tempfile.mkdtemp(prefix="wsperf-readers-")))
-        atexit.register(stop)
+        # In this order, so that a signal at any point (they arrive between any two lines:
+        # SIGTERM in the first second is tested) still has the directory removed at exit.
+        if not _registered:
+            atexit.register(stop)
+            _registered.append(True)
+        d = Path(tempfile.gettempdir()) / f"wsperf-readers-{os.getpid()}-{os.urandom(6).hex()}"
+        _dir.append(d)
+        d.mkdir(mode=0o700)
     path = _dir[0] / f"prestarted-{len(_started) + 1}.stderr"
     with open(path, "ab") as err:
         proc = subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu_reader", "--serve"],

@@ -32,6 +32,7 @@ import duckdb
 
 from wsperf.collectors.errors import InputError, StoreError
 from wsperf.collectors.files import open_input, why
+from wsperf.collectors.process import Terminated, received_signal
 from wsperf.queries import schema_sql
 
 # Layout of the tables in schema.sql; bump when a column changes meaning or name.
@@ -183,7 +184,7 @@ def transaction(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[duckdb.Du
         try:
             yield con
         except duckdb.Error as e:
-            raise StoreError(f"writing {what} failed, nothing was stored: {_first_line(e)}") from e
+            raise _failure(what, e) from e
         return
     try:
         con.execute("BEGIN TRANSACTION")
@@ -199,10 +200,20 @@ def transaction(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[duckdb.Du
         except duckdb.Error:
             pass  # the transaction is already gone (failed COMMIT); nothing was written
         if isinstance(e, duckdb.Error):
-            raise StoreError(f"writing {what} failed, nothing was stored: {_first_line(e)}") from e
+            raise _failure(what, e) from e
         raise
     finally:
         _OPEN_TRANSACTIONS.discard(id(con))
+
+
+def _failure(what: str, e: duckdb.Error) -> BaseException:
+    """What a DuckDB error inside a transaction means: a signal that interrupted a query
+    (DuckDB reports it as its own error, and the next statement as 'transaction is
+    aborted') is that signal; anything else, a failed write."""
+    signum = received_signal()
+    if signum is not None:
+        return Terminated(signum)
+    return StoreError(f"writing {what} failed, nothing was stored: {_first_line(e)}")
 
 
 def table_counts(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...] = TABLES) -> dict[str, int]:
