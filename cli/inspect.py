@@ -15,6 +15,7 @@ from wsperf.cli import render
 from wsperf.cli.common import emit, error_boundary
 from wsperf.collectors.store import open_store
 from wsperf.cli.render import OutputFormat as Format
+from wsperf.collectors.errors import InputError
 
 
 def inspect(
@@ -37,6 +38,10 @@ def inspect(
     and the verdicts that static code can give; the others say no_data."""
     with error_boundary():
         check_kernel_regex(kernel)
+        for p in paths:
+            if p.name.endswith((".ncu-rep", ".ncu-rep.gz")):
+                raise InputError(f"{p}: an Nsight Compute report, not compiled code: `wsperf analyze {p}` reads it "
+                                 "(inspect disassembles executables, shared libraries, cubins, fatbins and .cu files)")
         con = open_store(db)
         result = run_inspect(con, paths, arch=arch, kernel=kernel, expect=expect)
         emit(fmt, result, render.inspection_text, render.inspection_json,

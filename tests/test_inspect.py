@@ -143,3 +143,9 @@ def test_non_cuda_file_is_one_error():
 
 def test_arch_not_in_file_is_one_error():
     assert_one_error_line(wsperf("inspect", SM100, "--arch", "sm_90a"), 2, "sm_90a", "sm_100a")
+
+
+def test_a_profile_report_points_to_analyze():
+    report = Path(__file__).resolve().parents[1] / "fixtures" / "reports" / "gemm_wgmma_tma_basic.ncu-rep"
+    p = wsperf("inspect", report)
+    assert_one_error_line(p, 2, "an Nsight Compute report", f"wsperf analyze {report}")
