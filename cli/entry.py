@@ -22,7 +22,6 @@ dodge an import cycle): its import is one of the things that can fail.
 
 from __future__ import annotations
 
-import signal
 import sys
 
 from wsperf.collectors.errors import ExitCode
@@ -41,10 +40,8 @@ def main() -> int:
     """Run the command line; what its error boundary cannot reach yet is one `Error:` line."""
     try:
         with signals_as_exceptions():
-            try:
-                from wsperf.cli.main import app  # start-up isolation: see the module docstring
-            except KeyboardInterrupt:
-                return _fail(f"interrupted (Ctrl-C); {_NOTHING_RECORDED}", 128 + signal.SIGINT)
+            # Ctrl-C here is Terminated too (signals_as_exceptions), caught below.
+            from wsperf.cli.main import app  # start-up isolation: see the module docstring
             app()
     except Terminated as e:
         return _fail(f"{signal_words(e.signum)}; {_NOTHING_RECORDED}", 128 + e.signum)

@@ -58,6 +58,7 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from wsperf.collectors import prestart
+from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC  # one definition, importable before pyarrow
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
 from wsperf.collectors.ncu_reader import ALL, CODE, METRICS, READER_MAX_RSS, STAGE_SCHEMAS
@@ -170,10 +171,9 @@ _INSERTS = (
 )
 
 
-# Limits on what a report can be: beyond them it is refused before it is read.
-MAX_REPORT_BYTES = 8 << 30  # on disk (the 1,000-launch report of the benchmarks is 312 MB)
+# Limits on what a report can be: beyond them it is refused before it is read (MAX_REPORT_BYTES
+# and REPORT_MAGIC: collectors/prestart.py).
 MAX_GUNZIP_BYTES = 8 << 30  # decompressed, for a .gz report (a decompression bomb is refused)
-REPORT_MAGIC = b"NVR\0"  # every .ncu-rep starts with it (see tests/corpus.py, concatenated_report)
 GZIP_MAGIC = b"\x1f\x8b"
 _KIND = "an Nsight Compute report (.ncu-rep or .ncu-rep.gz)"
 _CHUNK = 1 << 20

@@ -30,10 +30,10 @@ from pathlib import Path
 from wsperf.collectors.errors import WsperfError
 from wsperf.collectors.files import open_input
 
-# Kept equal to collectors/ncu.py's (tests/test_prestart.py checks): ncu.py imports
-# pyarrow, which this module must not.
-REPORT_MAGIC = b"NVR\0"
-MAX_REPORT_BYTES = 8 << 30
+# What a report file is, for this module and collectors/ncu.py, which imports them from here
+# (ncu.py imports pyarrow, which this module must not).
+REPORT_MAGIC = b"NVR\0"  # every .ncu-rep starts with it (see tests/corpus.py, concatenated_report)
+MAX_REPORT_BYTES = 8 << 30  # on disk (the 1,000-launch report of the benchmarks is 312 MB)
 COMMANDS = frozenset({"analyze", "chart"})
 
 _started: list[tuple[subprocess.Popen, Path]] = []
