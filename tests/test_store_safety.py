@@ -67,6 +67,22 @@ def readers(pid: int) -> list[int]:
     return out
 
 
+def holds_open(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open (DuckDB holds the store's lock while it does).
+    The readers start before the command opens the store, so they do not tell this."""
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if Path(os.readlink(fd)) == path:
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def wait_until(p: subprocess.Popen, cond, what: str, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -176,7 +192,7 @@ def test_without_the_lock_in_time_a_writer_or_reader_fails_clearly(tmp_path):
     assert wsperf("analyze", HEALTHY_A, "--db", db, "--label", "first").returncode == 0
     long = start("analyze", *LONG, "--db", db, "--label", "long", "--format", "json", log=tmp_path / "long.txt")
     try:
-        wait_until(long, lambda: readers(long.pid), "the long writer's readers started")
+        wait_until(long, lambda: readers(long.pid) and holds_open(long.pid, db), "the long writer holds the store")
         # At once: a writer and a reader that may wait 1 s, and a reader that waits as
         # long as it takes (it then sees the long writer's run).
         run = [wsperf_exe(), "analyze", str(HEALTHY_B), "--db", str(db), "--label", "third", "--lock-timeout", "1"]
