@@ -128,7 +128,7 @@ def summarize(con: duckdb.DuckDBPyConnection, kernel: str | None = None,
     for launch_id, rule_id, section_id, title, msg_type, message, speedup in con.execute(
         """SELECT launch_id, rule_id, section_id, title, msg_type, message, estimated_speedup
            FROM ncu_rules WHERE list_contains($ids, launch_id)
-           ORDER BY launch_id, estimated_speedup DESC NULLS LAST, rule_id""",
+           ORDER BY launch_id, estimated_speedup DESC NULLS LAST, rule_id, rule_idx""",
         {"ids": ids},
     ).fetchall():
         rules.setdefault(launch_id, []).append(NcuRule(rule_id, section_id, title, msg_type, message, speedup))

@@ -29,9 +29,8 @@ from pathlib import Path
 
 import duckdb
 
-from wsperf.collectors.environment import _wheel_binary
 from wsperf.collectors.errors import InputError, WsperfError
-from wsperf.collectors.files import GiB, input_stat, read_input
+from wsperf.collectors.files import GiB, find_binary, input_stat, read_input
 from wsperf.collectors.ncu_reader import _split_sass
 from wsperf.collectors.store import transaction
 
@@ -116,7 +115,7 @@ def arch_parts(arch: str) -> tuple[str, str]:
 
 
 def find_tool(name: str) -> str:
-    path = shutil.which(name) or _wheel_binary(name)
+    path = find_binary(name)
     if path is None:
         raise ToolError(f"{name} not found: install the CUDA toolkit, or `pip install nvidia-cuda-{name}`")
     return path

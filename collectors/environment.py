@@ -8,13 +8,13 @@ recorded as such, never raised: a CPU-only machine is a normal place to analyze.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import platform
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
+
+from wsperf.collectors.files import find_binary
 
 # Each tool: the argument list that prints its version, and a regex picking the version
 # out of that text (tools print banners of several lines).
@@ -85,7 +85,7 @@ def _version(dist: str) -> str | None:
 
 def probe_tool(name: str) -> Tool:
     argv, pattern = _TOOLS[name]
-    path = shutil.which(argv[0]) or _wheel_binary(argv[0])
+    path = find_binary(argv[0])
     if path is None:
         return Tool(name, None, None, "not on PATH")
     rc, out = _run([path, *argv[1:]])
@@ -93,20 +93,6 @@ def probe_tool(name: str) -> Tool:
     if m:
         return Tool(name, path, m.group(1))
     return Tool(name, path, None, f"version not understood (exit {rc})")
-
-
-def _wheel_binary(name: str) -> str | None:
-    """cuobjdump/nvdisasm from the nvidia-cuda-* wheels, when the toolkit is absent."""
-    try:
-        import nvidia  # noqa: F401  (namespace package of NVIDIA's wheels)
-    except ImportError:
-        return None
-    for base in getattr(sys.modules["nvidia"], "__path__", []):
-        for sub in ("cu13/bin", "cuda_nvdisasm/bin", "cuda_cuobjdump/bin"):
-            cand = os.path.join(base, sub, name)
-            if os.access(cand, os.X_OK):
-                return cand
-    return None
 
 
 def probe_gpus() -> tuple[list[Gpu], str]:

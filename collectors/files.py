@@ -242,3 +242,21 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def find_binary(name: str) -> str | None:
+    """A CUDA tool (cuobjdump, nvdisasm): the toolkit's on PATH, else the one of the
+    nvidia-cuda-* wheel; None when neither is there."""
+    found = shutil.which(name)
+    if found:
+        return found
+    try:
+        import nvidia  # noqa: PLC0415 - the namespace package of NVIDIA's wheels: optional, looked up on demand
+    except ImportError:
+        return None
+    for base in getattr(nvidia, "__path__", []):
+        for sub in ("cu13/bin", "cuda_nvdisasm/bin", "cuda_cuobjdump/bin"):
+            cand = os.path.join(base, sub, name)
+            if os.access(cand, os.X_OK):
+                return cand
+    return None

@@ -249,6 +249,7 @@ class _Worker:
         self.stderr_path = stderr_path
         self.state = "idle"  # idle | opening | opened | working | finishing | dead
         self.code_warm = False  # has disassembled before: ncu_report's set-up is behind it
+        self.listed = False  # started nvdisasm on the report it has open (it is the coder)
         self.retire = False  # grown too large: stop it after this load
         if proc is None:
             with open(stderr_path, "ab") as err:
@@ -285,22 +286,28 @@ class _Schedule:
     """Hands out a report's work one task at a time, to whichever reader is free.
 
     A task is a launch's METRICS part, its CODE part (disassembly, source lines, rules)
-    or ALL of it. A reader's first disassembly costs ~0.5 s (ncu_report's set-up), so
-    code goes only to "warm" readers (that have disassembled before) and to one chosen
-    reader; the others read metrics only and leave each launch's code part in a queue
-    that the warm ones serve first. With fewer launches than readers, every launch is
-    split into its two parts from the start so that two readers share it; with at least
-    twice as many, cold readers warm up as they open the report (`_serve`) and whole
-    launches go round."""
+    or ALL of it. Where nvdisasm lists the report's kernels (collectors/cubin.py), the
+    chosen reader (`coder`) started it as it opened the report, and every launch is split:
+    the coder serves the code parts first, the others read metrics. Without nvdisasm a
+    reader's first disassembly costs ~0.75 s (ncu_report's set-up), so code goes only to
+    "warm" readers (that have disassembled before) and to the coder; the others read
+    metrics only and leave each launch's code part in a queue that the warm ones serve
+    first. With fewer launches than readers, every launch is split into its two parts
+    from the start so that two readers share it; with at least twice as many, cold
+    readers warm up as they open the report (`_serve`) and whole launches go round."""
 
-    def __init__(self, launches: int, readers: list[_Worker]) -> None:
-        self.coder = next((w for w in readers if w.code_warm), readers[0])
-        self.split = launches < len(readers)
+    def __init__(self, launches: int, readers: list[_Worker], coder: _Worker) -> None:
+        self.coder = coder if coder in readers else next((w for w in readers if w.code_warm), readers[0])
+        # nvdisasm lists the code (in the background, started by the coder as it opened):
+        # code parts cost little there, and one reader serves them all.
+        self.split = launches < len(readers) or self.coder.listed
         self.launches = collections.deque(range(launches))  # not handed out yet
         self.code = collections.deque(range(launches) if self.split else ())  # code parts left over
 
     def next(self, w: _Worker) -> list | None:
-        codes = w.code_warm or w is self.coder
+        # Listed by nvdisasm, the code is the coder's alone (elsewhere it would start
+        # nvdisasm again, or ncu_report's set-up).
+        codes = w is self.coder or (w.code_warm and not self.coder.listed)
         if codes and self.code:
             return [self.code.popleft(), CODE]
         if not self.launches:
@@ -371,8 +378,9 @@ class _ReaderPool:
         for i, w in enumerate(workers):
             # The reader may not share our working directory for long: an absolute path
             # to open, and the path as given for its messages.
+            # The first reader (a warm one, when there is one: `_take`) serves the code.
             w.send({"open": os.path.abspath(src), "name": str(p), "out": str(out), "reader": i,
-                    "readers": len(workers)}, "opening")
+                    "readers": len(workers), "coder": i == 0}, "opening")
         index = {id(w): i for i, w in enumerate(workers)}
         metas: list[dict | None] = [None] * len(workers)
         error: str | None = None
@@ -406,6 +414,7 @@ class _ReaderPool:
             elif "opened" in msg:
                 w.state = "opened"
                 total, w.code_warm = msg["opened"]["launches"], msg["opened"]["warm"]
+                w.listed = bool(msg["opened"].get("listed"))
             elif "did" in msg:
                 _, part, label = msg["did"]
                 w.code_warm |= part != METRICS
@@ -425,7 +434,7 @@ class _ReaderPool:
             if schedule is None and not any(r.state == "opening" for r in workers):
                 opened = [r for r in workers if r.state == "opened"]
                 if opened:
-                    schedule = _Schedule(total, opened)
+                    schedule = _Schedule(total, opened, workers[0])
                     for r in opened:
                         dispatch(r)
 

@@ -60,8 +60,9 @@ if __name__ == "__main__":
 import pyarrow as pa
 import pyarrow.ipc
 
+from wsperf.collectors import cubin
 from wsperf.collectors.errors import ReportError
-from wsperf.collectors.files import why
+from wsperf.collectors.files import find_binary, why
 
 
 # Launch columns read from the launch's own metrics (aggregate values).
@@ -169,13 +170,15 @@ def _serve() -> int:
     """`python -m wsperf.collectors.ncu_reader --serve`: the reader process. Messages, one JSON
     object a line; each is answered on stdout:
 
-      {"open": PATH, "name": NAME, "out": DIR, "reader": I, "readers": R}
-                                   -> {"opened": {"launches": N, "warm": bool}}
+      {"open": PATH, "name": NAME, "out": DIR, "reader": I, "readers": R, "coder": bool}
+                                   -> {"opened": {"launches": N, "warm": bool, "listed": bool}}
+                         (listed: nvdisasm serves this report's code, started here)
       {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
       {"finish": true}   write <table>.<I>.arrow into DIR -> {"done": {report facts}}
       {"abort": true}    drop the report                  -> {"done": null}
-      {"warm": PATH}     disassemble one PC of the report at PATH, then forget it
-                                                          -> {"warmed": bool}
+      {"warm": PATH}     start disassembling the kernels of the report at PATH (nvdisasm
+                         in the background; without nvdisasm, ncu_report's set-up on one
+                         PC), then forget the report           -> {"warmed": bool}
 
     A damaged report is answered with {"error": "..."} and dropped. Exits at end of input."""
     try:
@@ -203,11 +206,15 @@ def _serve() -> int:
                 emit(warmed=warm)
             elif "open" in msg:
                 reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"])
-                if not warm and reader.launches >= 2 * msg["readers"]:
-                    # Enough launches to go round whole: worth the set-up now, so that
-                    # no launch is opened twice (metrics here, disassembly elsewhere).
+                # The reader chosen for the code parts starts nvdisasm on the report's
+                # kernels now, in the background (or finds it started by "warm").
+                listed = bool(msg.get("coder")) and reader.list_code()
+                if not listed and not warm and reader.launches >= 2 * msg["readers"]:
+                    # No nvdisasm; enough launches to go round whole: worth ncu_report's
+                    # set-up now, so that no launch is opened twice (metrics here,
+                    # disassembly elsewhere).
                     warm = reader.warm_up()
-                emit(opened={"launches": reader.launches, "warm": warm})
+                emit(opened={"launches": reader.launches, "warm": warm, "listed": listed})
             elif "task" in msg:
                 idx, part = msg["task"]
                 emit(did=[idx, part, reader.read(idx, part)])  # type: ignore[union-attr]
@@ -232,13 +239,67 @@ def _serve() -> int:
 
 
 def _warm_up(path: str) -> bool:
-    """Get ncu_report's disassembler set up (~0.6 s, once per process) on the report at
-    `path`, whose data is then dropped; whether it was. Never fails: a report that cannot
-    be read here is read (and reported on) by the load."""
+    """Start the disassembly of the report at `path` (the load then finds it under way or
+    done, by the cubins' content), or get ncu_report's disassembler set up (~0.75 s,
+    once per process) where nvdisasm cannot serve; the report's data is then dropped.
+    Whether either happened. Never fails: a report that cannot be read here is read (and
+    reported on) by the load."""
     try:
-        return _Reader(path, path, Path(os.devnull), 0).warm_up()
+        reader = _Reader(path, path, Path(os.devnull), 0)
+        return reader.list_code() or reader.warm_up()
     except Exception:  # noqa: BLE001 - only speed is at stake
         return False
+    finally:
+        _SASS.forget(path)  # the jobs stay: the load's snapshot holds the same cubins
+
+
+class _Sass:
+    """The SASS of the reports this process reads, by nvdisasm (collectors/cubin.py): one
+    background disassembly per distinct cubin, kept for the life of the process, so the
+    early start (`warm`) serves the load of the same content, and a cubin met again in
+    another report is not disassembled twice."""
+
+    def __init__(self) -> None:
+        self.tool = find_binary("nvdisasm")
+        self.jobs: dict[str, cubin.Disassembly] = {}  # by the cubin's SHA-256
+        self.reports: dict[str, dict[str, cubin.Cubin | None]] = {}  # path -> mangled name -> its cubin
+
+    def start(self, path: str, names: Iterable[str]) -> bool:
+        """Start on the cubins of report `path` holding functions `names`; whether any
+        disassembly is under way or done for them."""
+        jobs = [self._job(path, n) for n in names]
+        return any(j is not None for j in jobs)
+
+    def function(self, path: str, name: str) -> dict[int, str] | None:
+        """{offset: text} of function `name` of report `path`; None when nvdisasm cannot
+        say (no such cubin, ambiguous, no nvdisasm, failed)."""
+        job = self._job(path, name)
+        return job.listing().get(name) if job is not None else None
+
+    def forget(self, path: str) -> None:
+        self.reports.pop(path, None)
+
+    def _job(self, path: str, name: str) -> cubin.Disassembly | None:
+        if self.tool is None:
+            return None
+        if path not in self.reports:
+            if len(self.reports) >= 4:  # reports dropped unfinished (an error, an abort)
+                self.reports.clear()
+            try:
+                with open(path, "rb") as f:
+                    blob = f.read()
+            except OSError:
+                blob = b""
+            self.reports[path] = cubin.functions(cubin.find_cubins(blob))
+        found = self.reports[path].get(name)
+        if found is None:
+            return None
+        if found.sha256 not in self.jobs:
+            self.jobs[found.sha256] = cubin.Disassembly(found, self.tool)
+        return self.jobs[found.sha256]
+
+
+_SASS = _Sass()
 
 
 def _metric(by_name: Callable[[str], Any], name: str) -> Any:
@@ -262,7 +323,7 @@ class _Reader:
         import ncu_report  # only ever imported in the reader processes
 
         self.nr = ncu_report
-        self.report, self.out, self.reader = name, out, reader
+        self.path, self.report, self.out, self.reader = path, name, out, reader
         im = ncu_report.IMetric
         # IMetric.as_double & co. only forward to the extension's flat functions; calling
         # those directly saves a Python frame per value, ~10% of a load.
@@ -323,8 +384,16 @@ class _Reader:
         return name
 
     def finish(self) -> dict:
+        _SASS.forget(self.path)
         self._write()
         return self.meta
+
+    def list_code(self) -> bool:
+        """Start nvdisasm on the cubins of every launched kernel (collectors/cubin.py);
+        whether it serves any."""
+        mangled = self.nr.IAction.NameBase_MANGLED
+        names = {rng.action_by_idx(ai).name(mangled) for _ri, ai, rng in self.slots} - {None}
+        return _SASS.start(self.path, names)
 
     def warm_up(self) -> bool:
         """Disassemble one instruction, to get ncu_report's set-up done; whether it was."""
@@ -514,9 +583,12 @@ class _Reader:
         lists (`pcs`, when the metrics part just read them in this process)."""
         if pcs is None:
             pcs = self._code_pcs(action)
+        base, listing = self._listing(action) if pcs else (0, None)
         rows = []
         for pc in sorted(pcs):
-            text = action.sass_by_pc(pc) or ""
+            known = listing.get(pc - base) if listing is not None else None
+            # What nvdisasm did not list (or a launch it cannot place) is ncu_report's to say.
+            text = cubin.as_ncu(known, base, pc - base) if known is not None else action.sass_by_pc(pc) or ""
             guard, full = _split_sass(text)
             info = action.source_info(pc)
             rows.append({"launch_idx": idx, "pc": pc, "opcode": full.split(".", 1)[0] if full else None,
@@ -524,6 +596,15 @@ class _Reader:
                          "source_file": info.file_name() if info is not None else None,
                          "source_line": info.line() if info is not None else None})
         self._append("sass_code", rows)
+
+    def _listing(self, action: Any) -> tuple[int, dict[int, str] | None]:
+        """(start address, {offset: text}) of the launch's function by nvdisasm, where the
+        launch runs one function; else (0, None)."""
+        fpcs = action.metric_by_name(FUNCTION_PCS)
+        if fpcs is None or fpcs.num_instances() != 1 or fpcs.kind(0) not in self.uint_kinds:
+            return 0, None
+        name = action.name(self.nr.IAction.NameBase_MANGLED)
+        return fpcs.as_uint64(0), _SASS.function(self.path, name) if name else None
 
     def _code_pcs(self, action: Any) -> set[int]:
         """The PCs the per-PC metrics list, reading only correlation ids (the values are

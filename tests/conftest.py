@@ -4,6 +4,8 @@ compare against (no mocks: both sides are NVIDIA's reader on the same files)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,10 @@ import ncu_report  # noqa: F401  isort: skip
 
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.store import open_store
+
+# The disassembly cache (collectors/cubin.py) of this test session, shared by its
+# processes: never the user's own (set before tests.support copies the environment).
+os.environ.setdefault("WSPERF_CACHE_DIR", tempfile.mkdtemp(prefix="wsperf-test-cache-"))
 
 REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
 ALL_REPORTS = sorted(REPORTS.glob("*.ncu-rep"))

@@ -1,0 +1,312 @@
+"""The SASS of a report's kernels from the cubins the report embeds, by nvdisasm.
+
+Why: the disassembly was most of a one-launch `wsperf analyze`. ncu_report's
+`IAction.sass_by_pc` costs ~0.75 s of set-up in every process that calls it, then
+~0.24 ms a PC (gemm_wgmma_tma, 1,779 PCs: ~1.2 s in all). An .ncu-rep holds each profiled
+module's cubin as a plain ELF; nvdisasm prints all of it in ~0.6 s (most of it its own
+start-up), and it runs in a process of its own, beside the metric reading. What it
+printed is kept in a cache keyed by the cubin's SHA-256 (`cache_dir`), so a kernel seen
+before (a nightly job on unchanged code, a report analyzed again with other options, the
+baseline of a compare) is not disassembled again.
+
+The text reads as `sass_by_pc` gives it: the guard padded to six columns (six spaces
+without one), the instruction without its `;`, branch targets as absolute addresses
+(nvdisasm prints labels; each becomes its instruction's address from the function's
+start in the launch, and a branch to itself reads "BRA `(.L_x_0) 0x...", as ncu's does). nvdisasm's trailing annotations (`(*"SpillRefill"*)`) are dropped.
+Two differences of the disassemblers' versions remain (tests/test_loader.py compares
+every PC of every fixture report): CUDA 13's nvdisasm marks some operands `.reuse` that
+ncu's does not, and prints `R24, gsb0` where ncu's prints `R24.gsb0`; the opcode and
+guard agree on every PC.
+
+The reader (collectors/ncu_reader.py) takes this path for a launch of one function whose
+mangled name lies in exactly one distinct code section among the report's cubins, for
+the PCs nvdisasm listed; any other PC (a report without cubins, a kernel compiled twice
+into different code, nvdisasm missing, failing or too slow) goes to `sass_by_pc`.
+Nothing here trusts the bytes: ELF headers are bounds-checked, nvdisasm runs with a
+time limit, and a damaged cache file is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+ELF_MAGIC = b"\x7fELF"
+EM_CUDA = 190
+MAX_CUBIN_BYTES = 256 << 20
+NVDISASM_TIMEOUT_S = 120.0  # a cubin of many large functions takes seconds; more is a hang
+CACHE_FORMAT = 1
+
+_FUNC_HEADER = re.compile(r"^\s*\.text\.(\S+):\s*$")
+_LABEL = re.compile(r"^(\.L_x_\d+):")
+_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$")
+_ANNOTATION = re.compile(r"\s*\(\*.*?\*\)\s*$")
+_LABEL_REF = re.compile(r"`\((\.L_x_\d+)\)")
+_TARGET = re.compile("\0(\\d+)\0")  # a resolved label: its instruction's offset in the function
+
+
+@dataclass(frozen=True)
+class Cubin:
+    """One CUDA ELF found in a report's bytes."""
+
+    data: bytes
+    sha256: str
+    code: dict[str, str]  # mangled function name -> SHA-256 of its .text section
+
+
+def find_cubins(blob: bytes) -> list[Cubin]:
+    """Every well-formed 64-bit little-endian CUDA ELF inside `blob`."""
+    found, at = [], blob.find(ELF_MAGIC)
+    while at >= 0:
+        cubin = _cubin_at(blob, at)
+        if cubin is not None:
+            found.append(cubin)
+        at = blob.find(ELF_MAGIC, at + (len(cubin.data) if cubin is not None else 4))
+    return found
+
+
+def functions(cubins: list[Cubin]) -> dict[str, Cubin | None]:
+    """Mangled name -> the cubin holding its code, or None where cubins hold different
+    code under that name (a kernel compiled twice: which one ran is not known here)."""
+    found: dict[str, Cubin | None] = {}
+    code: dict[str, str] = {}
+    for c in cubins:
+        for name, digest in c.code.items():
+            if name not in found:
+                found[name], code[name] = c, digest
+            elif code[name] != digest:
+                found[name] = None
+    return found
+
+
+def _cubin_at(blob: bytes, at: int) -> Cubin | None:
+    try:
+        if blob[at + 4] != 2 or blob[at + 5] != 1:  # ELFCLASS64, little endian
+            return None
+        (machine,) = struct.unpack_from("<H", blob, at + 0x12)
+        if machine != EM_CUDA:
+            return None
+        phoff, shoff = struct.unpack_from("<QQ", blob, at + 0x20)
+        phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", blob, at + 0x36)
+        if shentsize != 64 or not 0 < shnum < 1 << 16 or shstrndx >= shnum:
+            return None
+        end = shoff + shnum * shentsize
+        if end > MAX_CUBIN_BYTES or at + end > len(blob):
+            return None
+        sections = [struct.unpack_from("<IIQQQQIIQQ", blob, at + shoff + k * 64) for k in range(shnum)]
+        for _name, typ, _fl, _addr, off, size, *_ in sections:
+            if typ != 8:  # SHT_NOBITS has no bytes in the file
+                end = max(end, off + size)
+        if phnum and phentsize != 56:
+            return None
+        for k in range(phnum):
+            _t, _f, off, _va, _pa, filesz, *_ = struct.unpack_from("<IIQQQQQQ", blob, at + phoff + k * phentsize)
+            end = max(end, off + filesz)
+        if end > MAX_CUBIN_BYTES or at + end > len(blob):
+            return None
+        data = blob[at:at + end]
+        return Cubin(data, hashlib.sha256(data).hexdigest(), _function_code(data, sections, shstrndx))
+    except (struct.error, IndexError, ValueError):
+        return None
+
+
+def _function_code(data: bytes, sections: list[tuple], shstrndx: int) -> dict[str, str]:
+    """Mangled name -> SHA-256 of the bytes of its `.text.<name>` section."""
+    stroff, strsize = sections[shstrndx][4], sections[shstrndx][5]
+    names = data[stroff:stroff + strsize]
+    code = {}
+    for sh_name, typ, _fl, _addr, off, size, *_ in sections:
+        end = names.find(b"\0", sh_name)
+        if typ != 1 or end < 0:  # SHT_PROGBITS
+            continue
+        name = names[sh_name:end]
+        if name.startswith(b".text.") and off + size <= len(data):
+            code[name[6:].decode("utf-8", "replace")] = hashlib.sha256(data[off:off + size]).hexdigest()
+    return code
+
+
+# -- nvdisasm -------------------------------------------------------------------------
+
+Listing = dict[str, dict[int, str]]
+"""mangled function -> {offset in the function: instruction text, branch targets kept as
+NUL-offset-NUL markers until `as_ncu` places the function}"""
+
+
+class Disassembly:
+    """nvdisasm on one cubin, running in the background from construction (its output
+    read by a thread, so it never blocks on a full pipe); `listing()` waits for it."""
+
+    def __init__(self, cubin: Cubin, nvdisasm: str, timeout_s: float = NVDISASM_TIMEOUT_S) -> None:
+        self.cubin = cubin
+        self.tool = nvdisasm
+        self.deadline = time.monotonic() + timeout_s
+        self._result: Listing | None = None
+        self._cached = load_cached(cubin.sha256, nvdisasm)
+        self._proc: subprocess.Popen | None = None
+        self._out: list[bytes] = []
+        self._thread: threading.Thread | None = None
+        if self._cached is not None:
+            return
+        self._tmp = tempfile.mkdtemp(prefix="wsperf-cubin-")
+        try:
+            path = Path(self._tmp) / "module.cubin"
+            path.write_bytes(cubin.data)
+            self._proc = subprocess.Popen([nvdisasm, "-c", str(path)], stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            return
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            self._out.append(self._proc.stdout.read())  # type: ignore[union-attr]
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def listing(self) -> Listing:
+        """The cubin's functions; empty when nvdisasm failed or ran out of time."""
+        if self._result is not None:
+            return self._result
+        if self._cached is not None:
+            self._result = self._cached
+            return self._result
+        self._result = {}
+        if self._proc is None or self._thread is None:
+            return self._result
+        self._thread.join(max(0.0, self.deadline - time.monotonic()))
+        if self._thread.is_alive():
+            self._proc.kill()
+        if self._proc.wait() == 0 and self._out:
+            self._result = parse(self._out[0].decode("utf-8", "replace"))
+            store_cached(self.cubin.sha256, self.tool, self._result)
+        return self._result
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+
+def parse(out: str) -> Listing:
+    """nvdisasm -c output -> {function: {offset: text}}, labels resolved within each function."""
+    funcs: dict[str, list[tuple[int, str]]] = {}
+    labels: dict[str, dict[str, int]] = {}
+    current: list[tuple[int, str]] | None = None
+    cur_labels: dict[str, int] = {}
+    pending: list[str] = []
+    for line in out.splitlines():
+        m = _FUNC_HEADER.match(line)
+        if m:
+            current = funcs.setdefault(m.group(1), [])
+            cur_labels = labels.setdefault(m.group(1), {})
+            pending = []
+            continue
+        if current is None:
+            continue
+        m = _LABEL.match(line)
+        if m:
+            pending.append(m.group(1))
+            continue
+        m = _INSN.match(line)
+        if m:
+            offset = int(m.group(1), 16)
+            for name in pending:
+                cur_labels[name] = offset
+            pending = []
+            current.append((offset, _ANNOTATION.sub("", m.group(2)).rstrip(" ;")))
+    # Code refers to labels of its own function only (calls name the function).
+    return {f: {off: _LABEL_REF.sub(lambda r, L=labels[f]: f"\0{L[r.group(1)]}\0" if r.group(1) in L
+                                    else r.group(0), text) for off, text in insns}
+            for f, insns in funcs.items()}
+
+
+def as_ncu(text: str, base: int, offset: int) -> str:
+    """The instruction at `offset` of `parse` in sass_by_pc's form, for a function loaded
+    at `base`. (A branch to itself, the loop that ends a kernel, keeps a label there:
+    "BRA `(.L_x_0) 0x7f334f7a5a90".)"""
+    text = _TARGET.sub(lambda m: ("`(.L_x_0) " if int(m.group(1)) == offset else "") + hex(base + int(m.group(1))),
+                       text)
+    guard, _, rest = text.partition(" ") if text.startswith("@") else ("", "", text)
+    return f"{guard:<6}{rest}" if guard else f"      {rest}"
+
+
+# -- the cache -----------------------------------------------------------------------
+
+def cache_dir() -> Path | None:
+    """Where listings are kept: $WSPERF_CACHE_DIR, else $XDG_CACHE_HOME/wsperf, else
+    ~/.cache/wsperf (each listing under sass/); None when WSPERF_NO_CACHE is set."""
+    if os.environ.get("WSPERF_NO_CACHE"):
+        return None
+    given = os.environ.get("WSPERF_CACHE_DIR")
+    if given:
+        return Path(given)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    try:
+        return Path(xdg) / "wsperf" if xdg else Path.home() / ".cache" / "wsperf"
+    except RuntimeError:  # no home directory
+        return None
+
+
+def _cache_file(sha256: str, tool: str) -> Path | None:
+    root = cache_dir()
+    if root is None:
+        return None
+    try:
+        st = os.stat(tool)
+    except OSError:
+        return None
+    # The disassembler is part of the key: another nvdisasm may print another text.
+    who = hashlib.sha256(f"{os.path.realpath(tool)}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    return root / "sass" / f"{sha256}-{who}.json"
+
+
+def load_cached(sha256: str, tool: str) -> Listing | None:
+    """The listing stored for this cubin and disassembler, or None (absent, unreadable, or
+    damaged: its content digest does not match)."""
+    path = _cache_file(sha256, tool)
+    if path is None:
+        return None
+    try:
+        head, body = path.read_bytes().split(b"\n", 1)
+        meta = json.loads(head)
+        if meta.get("format") != CACHE_FORMAT or meta.get("cubin") != sha256 \
+                or meta.get("digest") != hashlib.sha256(body).hexdigest():
+            return None
+        data = json.loads(body)
+        return {f: {int(off): text for off, text in insns} for f, insns in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def store_cached(sha256: str, tool: str, listing: Listing) -> None:
+    """Keep `listing` for next time; silently nothing where the cache cannot be written."""
+    path = _cache_file(sha256, tool)
+    if path is None or not listing:
+        return
+    body = json.dumps({f: sorted(insns.items()) for f, insns in listing.items()}).encode()
+    head = json.dumps({"format": CACHE_FORMAT, "cubin": sha256, "digest": hashlib.sha256(body).hexdigest()}).encode()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(head + b"\n" + body)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass

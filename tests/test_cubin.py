@@ -1,0 +1,109 @@
+"""The SASS of a report from its embedded cubins by nvdisasm (collectors/cubin.py), as the
+report reader uses it: placed in the launch, cached by content, refused where ambiguous.
+(tests/test_loader.py compares the text with ncu_report's on every PC of every fixture.)"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from wsperf.collectors import cubin
+from wsperf.collectors.files import find_binary
+from wsperf.collectors.ncu import _pool, load_report
+from wsperf.collectors.store import open_store
+
+REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
+GEMM = REPORTS / "gemm_wgmma_tma.ncu-rep"
+KERNEL = "_Z7gemm_wsILb1EEv14CUtensorMap_stS0_PK13__nv_bfloat16S3_Pf"
+
+pytestmark = pytest.mark.skipif(find_binary("nvdisasm") is None, reason="needs nvdisasm (nvidia-cuda-nvdisasm wheel)")
+
+
+def test_the_report_embeds_its_module_and_nvdisasm_lists_every_instruction():
+    (module,) = cubin.find_cubins(GEMM.read_bytes())
+    assert set(module.code) == {KERNEL, KERNEL.replace("ILb1E", "ILb0E"), "_Z9gemm_ffmaPK13__nv_bfloat16S1_Pf"}
+    assert module.sha256 == hashlib.sha256(module.data).hexdigest()
+    listing = cubin.Disassembly(module, find_binary("nvdisasm")).listing()
+    kernel = listing[KERNEL]
+    # 16-byte instructions from offset 0 to the end of the .text section, none missing.
+    assert sorted(kernel) == list(range(0, 16 * len(kernel), 16)) and len(kernel) == 28672 // 16
+    opcodes = {text.split()[1 if text.startswith("@") else 0].split(".")[0] for text in kernel.values()}
+    assert {"HGMMA", "UTMALDG", "SYNCS", "EXIT"} <= opcodes
+    assert not any("(*" in t or t.endswith(";") for t in kernel.values())  # annotations and ';' dropped
+
+
+def test_a_kernel_compiled_twice_into_different_code_is_left_to_ncu_report():
+    (module,) = cubin.find_cubins(GEMM.read_bytes())
+    assert cubin.functions([module, module])[KERNEL] is module  # the same module twice: one code
+    # The same module with one instruction byte of the kernel changed: which one ran is unknown.
+    data = bytearray(module.data)
+    at = data.find(_text_of(module, KERNEL))
+    data[at + 16 * 40] ^= 0x01
+    (other,) = cubin.find_cubins(bytes(data))
+    assert other.code[KERNEL] != module.code[KERNEL]
+    found = cubin.functions([module, other])
+    assert found[KERNEL] is None and found["_Z9gemm_ffmaPK13__nv_bfloat16S1_Pf"] is module
+
+
+def _text_of(module: cubin.Cubin, name: str) -> bytes:
+    """The bytes of a function's .text section, found by its digest."""
+    shoff, = struct.unpack_from("<Q", module.data, 0x28)
+    shnum, = struct.unpack_from("<H", module.data, 0x3C)
+    for k in range(shnum):
+        _n, typ, _f, _a, off, size, *_ = struct.unpack_from("<IIQQQQIIQQ", module.data, shoff + k * 64)
+        body = module.data[off:off + size]
+        if typ == 1 and hashlib.sha256(body).hexdigest() == module.code[name]:
+            return body
+    raise AssertionError(name)
+
+
+def load_fresh(path: Path) -> list[tuple]:
+    """The sass rows of `path` loaded into a new store by new reader processes (a reader
+    keeps what it disassembled for its lifetime; these are to read the cache)."""
+    _pool().close()
+    con = open_store(None)
+    try:
+        load_report(con, path)
+        return sass_rows(con)
+    finally:
+        con.close()
+        _pool().close()
+
+
+def sass_rows(con) -> list[tuple]:
+    return con.execute("SELECT pc, sass, opcode, guard FROM sass ORDER BY launch_id, pc").fetchall()
+
+
+def test_the_cache_serves_the_same_text_and_a_damaged_entry_is_ignored(tmp_path, monkeypatch):
+    monkeypatch.setenv("WSPERF_CACHE_DIR", str(tmp_path / "cache"))
+    stores = []
+    for _ in range(3):
+        stores.append(load_fresh(GEMM))
+        (entry,) = (tmp_path / "cache" / "sass").iterdir()
+        if len(stores) == 2:  # damage the entry: one byte of an instruction's text
+            data = bytearray(entry.read_bytes())
+            at = data.find(b"HGMMA")
+            data[at] = ord("X")
+            entry.write_bytes(bytes(data))
+    assert stores[0] == stores[1] == stores[2]
+    assert any("HGMMA" in r[1] for r in stores[0])
+    assert b"XGMMA" not in entry.read_bytes()  # written again, whole
+
+
+def test_without_the_cache_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("WSPERF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("WSPERF_NO_CACHE", "1")
+    assert len(load_fresh(GEMM)) > 1000
+    assert not (tmp_path / "cache").exists()
+
+
+def test_nothing_in_the_bytes_is_trusted():
+    blob = GEMM.read_bytes()
+    at = blob.find(cubin.ELF_MAGIC)
+    for cut in (at + 8, at + 0x40, at + 1000, at + 100_000):
+        assert cubin.find_cubins(blob[:cut]) == []  # a cut ELF is no cubin
+    assert cubin.find_cubins(b"\x7fELF" + os.urandom(4096)) == []
