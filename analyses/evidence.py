@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING, Any, Iterable
 from wsperf.collectors.bundle import Bundle, BundleError, RunRecord, is_bundle, read_bundle, resolve
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import GiB, input_stat
-from wsperf.collectors.generated import source_kind
-from wsperf.collectors.sanitizer import TOOLS, SanitizerOutput, is_error, load_sanitizer_xml, tool_failure
 
 if TYPE_CHECKING:
     from wsperf.analyses.handoffs import GeneratedSheet
+    from wsperf.collectors.sanitizer import SanitizerOutput
 
 # How much of a sanitizer run's stdout/stderr is searched for the tool's own failure.
 _TOOL_LOG_BYTES = 1 << 20
@@ -66,6 +65,22 @@ def _handoffs() -> Any:
     from wsperf.analyses import handoffs
 
     return handoffs
+
+
+def _sanitizer() -> Any:
+    """collectors.sanitizer, imported only for bundles and --sanitizer (start-up time, not
+    a cycle: with the XML parser, ~0.05 s of a one-report analyze)."""
+    from wsperf.collectors import sanitizer
+
+    return sanitizer
+
+
+def _generated() -> Any:
+    """collectors.generated, imported only for --source (start-up time, not a cycle: with
+    the PTX and disassembly modules it pulls in, ~0.04 s of a one-report analyze)."""
+    from wsperf.collectors import generated
+
+    return generated
 
 
 def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (), sources: Iterable[Path] = ()
@@ -118,7 +133,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
     sources = list(sources)
     for p in sources:  # a --source that is not a file is the user's mistake, not a damaged bundle's problem
         input_stat(p, kind="generated code (a .cu, .ptx, .cubin, fatbin or binary file)", limit=2 * GiB)
-    generated += [(source_kind(p), p) for p in sources]
+    generated += [(_generated().source_kind(p), p) for p in sources]
     gs, sheet_problems = (_handoffs().sheets(generated, bundle.resolve() if bundle is not None else None)
                           if generated else ([], []))
     if gs:
@@ -143,7 +158,7 @@ def _bundle_sanitizer(con: Any, b: Bundle) -> tuple[list[tuple[str, SanitizerOut
         problems.append(f"{b.root}: no sanitizer ran in this bundle (compute-sanitizer missing, or collect was "
                         "stopped before it): correctness is unverified")
     for t in asked:
-        if t in TOOLS and not any(r.tool == t for r in runs) and not hung:
+        if t in _sanitizer().TOOLS and not any(r.tool == t for r in runs) and not hung:
             problems.append(f"{b.root}: compute-sanitizer --tool {t} was asked for but the manifest records no "
                             "run of it")
     for r in runs:
@@ -172,7 +187,7 @@ def _bundle_sanitizer(con: Any, b: Bundle) -> tuple[list[tuple[str, SanitizerOut
     recorded = b.manifest.get("outcome")
     # Any error finding at all: a newer wsperf may judge an old bundle's findings otherwise
     # (a library kernel's, a filter's), which is no sign of a changed bundle.
-    broken = any(is_error(f) for _, o in outputs for f in o.findings)
+    broken = any(_sanitizer().is_error(f) for _, o in outputs for f in o.findings)
     if recorded == "correctness" and not broken and not problems:
         problems.append(f"{b.root}: the manifest records sanitizer errors (outcome 'correctness') but the XML files "
                         "hold none: the bundle was changed after collect")
@@ -209,14 +224,16 @@ def _tool_failure(b: Bundle, r: RunRecord) -> str | None:
                 head = f.read(_TOOL_LOG_BYTES)
         except (OSError, BundleError):
             continue
-        failure = tool_failure(head)
+        failure = _sanitizer().tool_failure(head)
         if failure:
             return failure
     return None
 
 
 def _load_xml(con: Any, path: Path, tool: str | None, command: str | None, label: str) -> tuple[str, SanitizerOutput]:
-    return label, load_sanitizer_xml(con, path, tool=tool if tool in TOOLS else None, command=command).output
+    sanitizer = _sanitizer()
+    return label, sanitizer.load_sanitizer_xml(con, path, tool=tool if tool in sanitizer.TOOLS else None,
+                                               command=command).output
 
 
 def _hang(b: Bundle) -> RunRecord | None:

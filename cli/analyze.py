@@ -10,14 +10,13 @@ from types import ModuleType
 from typing import Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wsperf.analyses.analyze import analyze as run_analysis
 from wsperf.analyses.config import load_config
 from wsperf.analyses.evidence import gather
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
-from wsperf.cli.common import check_outputs, err, error_boundary, load_with_progress, longest_first, out
+from wsperf.cli.common import check_outputs, err, error_boundary, load_with_progress, longest_first, out, progress_bar
 from wsperf.cli.gate import handoff, no_profile, with_caveats
 from wsperf.cli.render import OutputFormat
 from wsperf.cli.runs import LOCK_HELP, begin_run, load_run
@@ -141,14 +140,9 @@ def _write_charts(results, out_dir: Path) -> tuple[dict, list[Path]]:
         raise InputError("nothing to chart: the launches hold no PC samples, instruction counts or throughput "
                          "metrics (collect with `ncu --set full --import-source yes`)")
     # A transient bar on stderr (a terminal only): each chart's PNG and SVG take a while.
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("charts", total=len(charts))
-
-        def tick(done: int, total: int, name: str) -> None:
-            bar.update(task, completed=done, total=total, description=render.plain(f"wrote chart {name}"))
-
-        files = write_charts(charts, out_dir, progress=tick)
+    with progress_bar(err, "charts") as tick:
+        files = write_charts(charts, out_dir,
+                             progress=lambda done, total, name: tick(done, total, f"wrote chart {name}"))
     err.print(render.plain(f"wsperf: wrote {len(charts)} charts ({len(files)} files) to {out_dir}"))
     return charts, files
 

@@ -16,7 +16,6 @@ from typing import Callable, Iterator, NoReturn, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wsperf.cli import render
 from wsperf.cli.render import OutputFormat
@@ -89,17 +88,31 @@ def _stdout_broken() -> bool:
 
 
 @contextmanager
+def progress_bar(console: Console, first: str, markup: str = "") -> Iterator[Callable[[int, int, str], None]]:
+    """A transient progress bar on `console` (a terminal only; elsewhere nothing is drawn
+    and Rich's progress module is not even imported, ~40 ms of every command's start-up);
+    yields `tick(done, total, description)`. `markup` prefixes the description column."""
+    if not console.is_terminal:
+        yield lambda done, total, label: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # see above
+
+    with Progress(TextColumn(markup + "{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task(first, total=None)
+
+        def tick(done: int, total: int, label: str) -> None:
+            progress.update(task, completed=done, total=total, description=render.plain(label))
+
+        yield tick
+
+
+@contextmanager
 def load_progress(console: Console = err) -> Iterator[Callable[[int, int, str], None]]:
     """A transient progress bar on stderr while reports load; yields the loaders'
     `progress(done, total, label)` callback."""
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task("loading", total=None)
-
-        def tick(done: int, total: int, label: str) -> None:
-            progress.update(task, completed=done, total=total, description=render.plain(f"loading {label}"))
-
-        yield tick
+    with progress_bar(console, "loading", "[progress.description]") as tick:
+        yield lambda done, total, label: tick(done, total, f"loading {label}")
 
 
 def load_with_progress(con, reports: list[Path]) -> list:

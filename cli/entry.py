@@ -15,15 +15,23 @@ too ends as one `Error:` line with a documented exit code (README, "Exit codes")
   then fails as an ImportError ("failed to map segment from shared object"), a
   MemoryError, or a thread that cannot start: exit 2, as in the boundary.
 
-This module imports the standard library and two standard-library-only wsperf modules;
+The report readers of `analyze` and `chart` start here, first thing, so that their own
+start-up and disassembly run while Typer and the command's libraries import
+(collectors/prestart.py; the command's own hook finds them started).
+
+This module imports the standard library and three standard-library-only wsperf modules;
 the command line is imported inside `main`, in its try, for start-up isolation (not to
 dodge an import cycle): its import is one of the things that can fail.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+from typing import NoReturn
 
+from wsperf.collectors import prestart
 from wsperf.collectors.errors import ExitCode
 from wsperf.collectors.process import Terminated, signal_words, signals_as_exceptions
 
@@ -41,8 +49,14 @@ def main() -> int:
     try:
         with signals_as_exceptions():
             # Ctrl-C here is Terminated too (signals_as_exceptions), caught below.
+            if len(sys.argv) > 1:
+                prestart.start_for(sys.argv[1], sys.argv[2:])
             from wsperf.cli.main import app  # start-up isolation: see the module docstring
-            app()
+            try:
+                app()
+            except SystemExit as e:  # how Click ends every command
+                _leave(e.code)
+            _leave(0)
     except Terminated as e:
         return _fail(f"{signal_words(e.signum)}; {_NOTHING_RECORDED}", 128 + e.signum)
     except Exception as e:
@@ -51,6 +65,27 @@ def main() -> int:
         return _fail(f"out of memory (is a memory limit such as `ulimit -v` set?); {_NOTHING_RECORDED}",
                      ExitCode.ERROR)
     return ExitCode.OK
+
+
+def _leave(code: object) -> NoReturn:
+    """End the process with exit status `code` (SystemExit's: None, a number, or a message
+    for stderr and 1) after what the interpreter's shutdown does that matters: store files
+    closed, exit handlers run (readers stopped, temporary directories removed), output
+    flushed; without the rest (~0.1 s of freeing every module and object, a tenth of a
+    one-report analyze)."""
+    if code is not None and not isinstance(code, int):
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    store = sys.modules.get("wsperf.collectors.store")
+    if store is not None:
+        store.close_all()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code or 0)
 
 
 def out_of_memory(e: BaseException) -> bool:

@@ -173,6 +173,7 @@ class Disassembly:
     def _drain(self) -> None:
         try:
             self._out.append(self._proc.stdout.read())  # type: ignore[union-attr]
+            self._proc.wait()  # reaped here, also when nobody asks for the listing
         finally:
             shutil.rmtree(self._tmp, ignore_errors=True)
 

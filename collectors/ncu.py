@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from wsperf.collectors import prestart
-from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC  # one definition, importable before pyarrow
+from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC, reader_count  # importable before pyarrow
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
 from wsperf.collectors.ncu_reader import ALL, CODE, METRICS, READER_MAX_RSS, STAGE_SCHEMAS
@@ -72,8 +72,6 @@ Progress = Callable[[int, int, str], None]
 `label` is '<file name>: <kernel>'. Called from the calling thread."""
 
 READ_TIMEOUT_S = 600.0  # per report; a hung ncu_report read becomes a ReportError
-MAX_READERS = 4  # reader processes per report, at most
-BYTES_PER_READER = 4 << 20  # beyond two readers, one more per 4 MiB of report
 
 
 @dataclass(frozen=True)
@@ -99,9 +97,14 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
         # rewritten while it loads cannot mix the identity (sha256) of one file with the
         # launches of another. A gzip-compressed report (CI artifacts often are; the
         # compare fixtures are) is decompressed into that copy; its identity is that of
-        # the report inside.
-        src = Path(tmp) / "report.ncu-rep"
-        digest, size = _snapshot(p, src)
+        # the report inside. A small report named on the command line was copied before
+        # the command imported, and its reader is reading it (collectors/prestart.py).
+        early = prestart.prefetched(p)
+        if early is not None:
+            src, digest, size, out = early.path, early.sha256, early.size, early.out
+        else:
+            src, out = Path(tmp) / "report.ncu-rep", Path(tmp)
+            digest, size = _snapshot(p, src)
         # fetchall, not fetchone: DuckDB refuses other work on a connection whose result
         # was not read to the end.
         found = con.execute("SELECT report_id, num_launches FROM reports WHERE sha256 = ?", [digest]).fetchall()
@@ -110,8 +113,8 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
             if progress is not None:
                 progress(launches, launches, f"{p.name}: already loaded")
             return LoadResult(report_id, p, digest, launches, True, {t: 0 for t in TABLES})
-        metas = _pool().read(src, Path(tmp), _reader_count(size), timeout_s, progress, shown=p)
-        staged = _staged_tables(Path(tmp), len(metas))
+        metas = _pool().read(src, out, _reader_count(size), timeout_s, progress, shown=p)
+        staged = _staged_tables(out, len(metas))
         report = _report_row(p.resolve(), digest, size, metas)
         with transaction(con, f"report {p}"):
             ((report_id, base),) = con.execute(
@@ -234,10 +237,7 @@ def _snapshot(p: Path, dest: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def _reader_count(size: int) -> int:
-    # Two even for a small report: a launch's metrics and its disassembly go in parallel.
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cpus, MAX_READERS, max(2, 1 + size // BYTES_PER_READER)))
+_reader_count = reader_count  # by this name here: tests/test_input_safety.py wraps it
 
 
 class _Worker:
@@ -301,6 +301,7 @@ class _Schedule:
         # nvdisasm lists the code (in the background, started by the coder as it opened):
         # code parts cost little there, and one reader serves them all.
         self.split = launches < len(readers) or self.coder.listed
+        self.others = len(readers) > 1
         self.launches = collections.deque(range(launches))  # not handed out yet
         self.code = collections.deque(range(launches) if self.split else ())  # code parts left over
 
@@ -308,7 +309,8 @@ class _Schedule:
         # Listed by nvdisasm, the code is the coder's alone (elsewhere it would start
         # nvdisasm again, or ncu_report's set-up).
         codes = w is self.coder or (w.code_warm and not self.coder.listed)
-        if codes and self.code:
+        # A reader alone reads the metrics first: meanwhile nvdisasm lists the code.
+        if codes and self.code and (self.others or not self.launches):
             return [self.code.popleft(), CODE]
         if not self.launches:
             return None

@@ -176,6 +176,10 @@ def _serve() -> int:
       {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
       {"finish": true}   write <table>.<I>.arrow into DIR -> {"done": {report facts}}
       {"abort": true}    drop the report                  -> {"done": null}
+      {"prefetch": OPEN} OPEN: an "open" message of one reader ("readers": 1): read all of
+                         that report now (metrics first, then code) and keep it for the
+                         "open" that repeats OPEN, whose tasks are then answered at once
+                                                          -> {"warmed": bool}
       {"warm": PATH}     start disassembling the kernels of the report at PATH (nvdisasm
                          in the background; without nvdisasm, ncu_report's set-up on one
                          PC), then forget the report           -> {"warmed": bool}
@@ -195,6 +199,7 @@ def _serve() -> int:
         channel.write(json.dumps(msg) + "\n")
 
     reader: _Reader | None = None
+    prefetched: tuple[dict, _Reader] | None = None  # the "prefetch" message and its reader
     name = "the report"  # as the user named it, for messages
     warm = False  # this process has disassembled before
     for line in sys.stdin:
@@ -204,7 +209,17 @@ def _serve() -> int:
             if "warm" in msg:
                 warm = warm or _warm_up(msg["warm"])
                 emit(warmed=warm)
+            elif "prefetch" in msg:
+                prefetched = _prefetch(msg["prefetch"])
+                warm = warm or prefetched is not None
+                emit(warmed=warm)
+            elif "open" in msg and prefetched is not None and all(
+                    msg.get(k) == v for k, v in prefetched[0].items()):
+                # The load of what was prefetched, by this reader alone: all of it is read.
+                reader, prefetched = prefetched[1], None
+                emit(opened={"launches": reader.launches, "warm": warm, "listed": True})
             elif "open" in msg:
+                prefetched = None
                 reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"])
                 # The reader chosen for the code parts starts nvdisasm on the report's
                 # kernels now, in the background (or finds it started by "warm").
@@ -251,6 +266,22 @@ def _warm_up(path: str) -> bool:
         return False
     finally:
         _SASS.forget(path)  # the jobs stay: the load's snapshot holds the same cubins
+
+
+def _prefetch(spec: dict) -> tuple[dict, _Reader] | None:
+    """Read all of the report of "open" message `spec` (one reader: it gets every task);
+    None when anything fails (the load then opens the report anew and reports it)."""
+    if spec.get("readers") != 1 or spec.get("reader") != 0:
+        return None
+    try:
+        reader = _Reader(spec["open"], spec["name"], Path(spec["out"]), 0)
+        reader.list_code()  # nvdisasm works while the metrics are read
+        for part in (METRICS, CODE):
+            for idx in range(reader.launches):
+                reader.read(idx, part)
+    except Exception:  # noqa: BLE001 - the load reads it again and says what is wrong
+        return None
+    return spec, reader
 
 
 class _Sass:
@@ -359,9 +390,20 @@ class _Reader:
         self.slots = self._slots(self.context)
         self.launches = len(self.slots)
         self.meta: dict[str, Any] = {"total": self.launches, "first": None, "start_ns": None}
+        self.pcs: dict[int, set[int]] = {}  # per launch whose metrics part was read here: its PCs
+        self.done: dict[tuple[int, str], str] = {}  # (launch, part) read -> kernel name
 
     def read(self, idx: int, part: str) -> str:
-        """Read part METRICS, CODE or ALL of launch `idx`; its kernel name."""
+        """Read part METRICS, CODE or ALL of launch `idx`; its kernel name. A part read
+        before (a prefetch) is not read again."""
+        parts = (METRICS, CODE) if part == ALL else (part,)
+        if all((idx, p) in self.done for p in parts):
+            return self.done[(idx, parts[0])]
+        name = self._read(idx, part)
+        self.done.update({(idx, p): name for p in parts})
+        return name
+
+    def _read(self, idx: int, part: str) -> str:
         ri, ai, rng = self.slots[idx]
         try:
             action = rng.action_by_idx(ai)
@@ -375,8 +417,10 @@ class _Reader:
                     self.meta["first"] = first
                 if start_ns is not None:
                     self.meta["start_ns"] = min(start_ns, self.meta["start_ns"] or start_ns)
+                if part == METRICS:  # its code part may come here too: no need to find them again
+                    self.pcs[idx] = pcs
             if part != METRICS:
-                self._read_code(action, idx, pcs)
+                self._read_code(action, idx, pcs if pcs is not None else self.pcs.pop(idx, None))
                 self._read_rules(action, idx)
         except _Damaged as e:
             raise ReportError(f"{self.report}: report is truncated or damaged: action {idx} unreadable; collect "

@@ -1,42 +1,60 @@
 """Start the report readers of a command before the command's own modules import.
 
 Why: a one-launch `wsperf analyze REPORT` used to run its phases one after the other:
-~0.6 s importing its modules (DuckDB, pyarrow, the analyses, Rich), then ~0.3 s for a
-reader process to start (the interpreter, pyarrow, ncu_report), then ~0.6 s for
-ncu_report to set up its disassembler on the first `sass_by_pc` of that process, then
-the reading itself. The set-up is per process, not per report (measured: a second report
-in the same process disassembles its first PC in 0.01 s). Started here, the readers'
-start-up and that set-up run while the command imports.
+~0.6 s importing its modules (DuckDB, pyarrow, the analyses, Rich), then ~0.2 s for a
+reader process to start (the interpreter, pyarrow, ncu_report), then the disassembly and
+the reading (~0.5 s on 2 cores). Started here, all of that runs while the command imports.
 
-What runs early is only this: for each argument that names an existing regular
-`.ncu-rep` file starting with the report magic, at most MAX_REPORT_BYTES long, two reader
-processes start (one on a one-core machine), and the first is asked to disassemble one
-instruction of that report. What it reads is thrown away: the load itself still reads a
-private snapshot of the file (collectors/ncu.py), checked as before. A reader that the
-command never takes is stopped when the process exits. Standard library only: this runs
+What runs early is only this: for the first argument that names an existing regular
+`.ncu-rep` file starting with the report magic, at most MAX_REPORT_BYTES long, the
+readers the load will use start (`reader_count`). A small report, which one reader
+reads, is copied here into a private snapshot (as the load would copy it) and that
+reader reads all of it at once ("prefetch": metrics first, while nvdisasm lists the
+code); the load then takes the snapshot (`prefetched`) and finds the reading done or
+under way. A larger report's first reader is asked to start disassembling its kernels
+(`warm`: nvdisasm in the background, else ncu_report's set-up on one instruction); what
+it reads for that is thrown away, and the load reads its own snapshot (collectors/ncu.py).
+A reader that the command never takes is stopped, and the snapshot removed, when the
+process exits. Standard library only: this runs
 before the command's module is imported, on every `wsperf analyze` / `wsperf chart`."""
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from wsperf.collectors.errors import WsperfError
-from wsperf.collectors.files import open_input
+from wsperf.collectors.files import find_binary, open_input
 
 # What a report file is, for this module and collectors/ncu.py, which imports them from here
 # (ncu.py imports pyarrow, which this module must not).
 REPORT_MAGIC = b"NVR\0"  # every .ncu-rep starts with it (see tests/corpus.py, concatenated_report)
 MAX_REPORT_BYTES = 8 << 30  # on disk (the 1,000-launch report of the benchmarks is 312 MB)
 COMMANDS = frozenset({"analyze", "chart"})
+MAX_READERS = 4  # reader processes per report, at most
+BYTES_PER_READER = 4 << 20  # one more reader per 4 MiB of report
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A private copy of a report, taken before the command imported."""
+
+    given: str  # the report's path as given, made absolute
+    path: Path  # the copy
+    sha256: str  # of the copy's bytes
+    size: int
+    out: Path  # where the reader writes the staged tables
+
 
 _started: list[tuple[subprocess.Popen, Path]] = []
+_snapshots: list[Snapshot] = []
 _dir: list[Path] = []
 _registered: list[bool] = []  # stop() is registered to run at exit
 
@@ -51,12 +69,17 @@ def start_for(command: str, args: list[str]) -> int:
     report = next((a for a in args if a.endswith(".ncu-rep") and _is_report(a)), None)
     if report is None:
         return 0
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
-        for _ in range(2 if cpus >= 2 else 1):
+        for _ in range(reader_count(os.stat(report).st_size)):
             _started.append(_spawn())
         proc = _started[0][0]
-        proc.stdin.write(json.dumps({"warm": os.path.abspath(report)}).encode() + b"\n")  # type: ignore[union-attr]
+        task = {"warm": os.path.abspath(report)}
+        if len(_started) == 1:  # a small report: its reader reads all of it now
+            try:
+                task = {"prefetch": _snapshot(report)}
+            except (WsperfError, OSError):  # changed since, or no room: the load copies it itself
+                pass
+        proc.stdin.write(json.dumps(task).encode() + b"\n")  # type: ignore[union-attr]
         proc.stdin.flush()  # type: ignore[union-attr]
     except OSError:  # cannot start a process or a temporary directory: the load starts its own
         stop()
@@ -65,6 +88,47 @@ def start_for(command: str, args: list[str]) -> int:
         stop()
         raise
     return len(_started)
+
+
+def prefetched(path: str | os.PathLike[str]) -> Snapshot | None:
+    """The snapshot taken here of the report at `path`, which the one reader started here
+    is reading (or has read) into `out`; None for any other path. Given once: the load
+    that takes it owns its files."""
+    key = os.path.abspath(path)
+    found = next((s for s in _snapshots if s.given == key), None)
+    if found is not None:
+        _snapshots.remove(found)
+    return found
+
+
+def _snapshot(report: str) -> dict:
+    """Copy `report` into this module's directory, as the load does (collectors/ncu.py:
+    the readers read a private copy, identified by the SHA-256 of what was copied), and
+    the reader's "prefetch" message for it."""
+    d = _dir[0]
+    snap = Snapshot(os.path.abspath(report), d / "report.ncu-rep", "", 0, d / "staged")
+    h = hashlib.sha256()
+    size = 0
+    with open_input(report, kind="an Nsight Compute report", limit=MAX_REPORT_BYTES, magic=(REPORT_MAGIC,)) as f, \
+            open(snap.path, "xb") as out:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
+    snap.out.mkdir()
+    _snapshots.append(Snapshot(snap.given, snap.path, h.hexdigest(), size, snap.out))
+    return {"open": str(snap.path), "name": str(Path(report)), "out": str(snap.out), "reader": 0, "readers": 1,
+            "coder": True}
+
+
+def reader_count(size: int) -> int:
+    """How many reader processes read a report of `size` bytes: one per 4 MiB, up to one
+    per CPU and MAX_READERS. Where nvdisasm lists the code (collectors/cubin.py, in a
+    process of its own) a small report needs one; without it, two even for a small
+    report: a launch's metrics and its disassembly by ncu_report go in parallel."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    least = 1 if find_binary("nvdisasm") else 2
+    return max(1, min(cpus, MAX_READERS, max(least, 1 + size // BYTES_PER_READER)))
 
 
 def take() -> list[tuple[subprocess.Popen, Path]]:
@@ -80,6 +144,7 @@ def stop() -> None:
         proc.kill()
         proc.wait()
     if _dir and not _started:
+        _snapshots.clear()
         shutil.rmtree(_dir.pop(), ignore_errors=True)
 
 

@@ -24,6 +24,7 @@ import re
 import stat
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,6 +55,18 @@ _LOCKED = re.compile(r"Could not set lock on file")
 _HOLDER = re.compile(r"\(PID (\d+)\)")
 # Connections inside a `transaction` block, by id(): a nested block joins the outer one.
 _OPEN_TRANSACTIONS: set[int] = set()
+# Connections to store files, for `close_all` (the console script's fast exit, cli/entry.py).
+_FILE_CONNECTIONS: weakref.WeakSet = weakref.WeakSet()
+
+
+def close_all() -> None:
+    """Close every store file this process opened (DuckDB checkpoints on close), as the
+    interpreter's shutdown would; in-memory stores hold nothing to keep."""
+    for con in list(_FILE_CONNECTIONS):
+        try:
+            con.close()
+        except duckdb.Error:
+            pass
 
 
 def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = False,
@@ -75,6 +88,7 @@ def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = 
     lock_timeout = check_lock_timeout(lock_timeout)
     _check_file(p, read_only)
     con = _connect(p, read_only, lock_timeout, on_wait)
+    _FILE_CONNECTIONS.add(con)
     try:
         if read_only:
             _check_version(con, p)

@@ -61,7 +61,7 @@ def test_the_load_takes_the_warmed_readers():
     assert n == 1779
 
 
-def test_the_first_reader_warms_up_on_the_report():
+def test_the_first_reader_gets_ahead_on_the_report():
     assert prestart.start_for("analyze", [str(REPORT)]) >= 1
     procs = prestart.take()
     first = procs[0][0]
@@ -74,7 +74,7 @@ def test_the_first_reader_warms_up_on_the_report():
         for proc, _ in procs:
             proc.kill()
             proc.wait()
-    assert json.loads(answer) == {"warmed": True}, answer  # ncu_report's disassembler is set up
+    assert json.loads(answer) == {"warmed": True}, answer  # read ahead, or nvdisasm under way
 
 
 def test_unused_readers_are_stopped():
@@ -116,3 +116,32 @@ def test_a_reader_starts_without_numpy_or_pandas():
     loaded = {m.split(".")[0] for m in imported if "." in m}
     assert "pyarrow" in loaded and "pandas" not in loaded
     assert ("numpy" in loaded) == (_pyarrow_major() < 18), sorted(m for m in imported if "numpy" in m)[:5]
+
+
+def _rows(con) -> dict[str, int]:
+    return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("launches", "metrics", "sass", "stalls", "opcodes", "ncu_rules")}
+
+
+@pytest.mark.skipif(prestart.reader_count(REPORT.stat().st_size) != 1,
+                    reason="the report is read by one reader only where nvdisasm lists its code")
+def test_a_small_report_is_read_whole_before_the_load_asks_and_stored_once(monkeypatch):
+    pool = ncu._pool()
+    pool.close()
+    plain = open_store(None)
+    load_reports(plain, [REPORT])  # no reader started early: the reference
+    want = _rows(plain)
+    for count in (None, 2):  # the load as planned (one reader), and one that asks for two
+        pool.close()
+        assert prestart.start_for("analyze", [str(REPORT)]) == 1
+        if count is not None:
+            monkeypatch.setattr(ncu, "_reader_count", lambda size: count)
+        con = open_store(None)
+        (res,) = load_reports(con, [REPORT])
+        # The snapshot taken early was the load's (same identity), and it was given once.
+        assert res.sha256 == plain.execute("SELECT sha256 FROM reports").fetchone()[0]
+        assert prestart.prefetched(REPORT) is None
+        # Each row once: a prefetched reader among two readers reads anew what it is given.
+        assert _rows(con) == want, count
+        monkeypatch.undo()
+    pool.close()
