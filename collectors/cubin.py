@@ -12,11 +12,13 @@ baseline of a compare) is not disassembled again.
 The text reads as `sass_by_pc` gives it: the guard padded to six columns (six spaces
 without one), the instruction without its `;`, branch targets as absolute addresses
 (nvdisasm prints labels; each becomes its instruction's address from the function's
-start in the launch, and a branch to itself reads "BRA `(.L_x_0) 0x...", as ncu's does). nvdisasm's trailing annotations (`(*"SpillRefill"*)`) are dropped.
-Two differences of the disassemblers' versions remain (tests/test_loader.py compares
-every PC of every fixture report): CUDA 13's nvdisasm marks some operands `.reuse` that
-ncu's does not, and prints `R24, gsb0` where ncu's prints `R24.gsb0`; the opcode and
-guard agree on every PC.
+start in the launch). nvdisasm's trailing annotations (`(*"SpillRefill"*)`) are dropped.
+What differs is what differs between the disassemblers' versions anyway
+(tests/test_loader.py compares every PC of every fixture report, with ncu_report 2026.3
+and 2025.3): CUDA 13's nvdisasm marks some operands `.reuse` that theirs do not, prints
+`R24, gsb0` for `R24.gsb0`, and a kernel's closing self-loop as `BRA 0x...` (2025.3's
+form; 2026.3 writes "BRA `(.L_x_0) 0x..."); 2025.3 also orders LDGSTS's operands the other
+way round. Guard, opcode and the set of operands agree on every PC.
 
 The reader (collectors/ncu_reader.py) takes this path for a launch of one function whose
 mangled name lies in exactly one distinct code section among the report's cubins, for
@@ -234,12 +236,9 @@ def parse(out: str) -> Listing:
             for f, insns in funcs.items()}
 
 
-def as_ncu(text: str, base: int, offset: int) -> str:
-    """The instruction at `offset` of `parse` in sass_by_pc's form, for a function loaded
-    at `base`. (A branch to itself, the loop that ends a kernel, keeps a label there:
-    "BRA `(.L_x_0) 0x7f334f7a5a90".)"""
-    text = _TARGET.sub(lambda m: ("`(.L_x_0) " if int(m.group(1)) == offset else "") + hex(base + int(m.group(1))),
-                       text)
+def as_ncu(text: str, base: int) -> str:
+    """An instruction of `parse` in sass_by_pc's form, for a function loaded at `base`."""
+    text = _TARGET.sub(lambda m: hex(base + int(m.group(1))), text)
     guard, _, rest = text.partition(" ") if text.startswith("@") else ("", "", text)
     return f"{guard:<6}{rest}" if guard else f"      {rest}"
 

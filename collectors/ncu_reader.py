@@ -632,7 +632,7 @@ class _Reader:
         for pc in sorted(pcs):
             known = listing.get(pc - base) if listing is not None else None
             # What nvdisasm did not list (or a launch it cannot place) is ncu_report's to say.
-            text = cubin.as_ncu(known, base, pc - base) if known is not None else action.sass_by_pc(pc) or ""
+            text = cubin.as_ncu(known, base) if known is not None else action.sass_by_pc(pc) or ""
             guard, full = _split_sass(text)
             info = action.source_info(pc)
             rows.append({"launch_idx": idx, "pc": pc, "opcode": full.split(".", 1)[0] if full else None,
