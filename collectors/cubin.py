@@ -145,11 +145,47 @@ Listing = dict[str, dict[int, str]]
 NUL-offset-NUL markers until `as_ncu` places the function}"""
 
 
+def start_output(cubin: Cubin, nvdisasm: str, out: Path, timeout_s: float = NVDISASM_TIMEOUT_S) -> bool:
+    """Start nvdisasm on `cubin` for another process (`Disassembly(..., ready=out)`): a
+    thread of this one writes `out` once nvdisasm is done, with what it printed, or empty
+    when it failed or ran out of time. False when nothing was started (the listing is in
+    the cache, or nvdisasm cannot run)."""
+    path = _cache_file(cubin.sha256, nvdisasm)
+    if path is not None and path.is_file():
+        return False
+    src = out.with_suffix(".cubin")
+    try:
+        src.write_bytes(cubin.data)
+        proc = subprocess.Popen([nvdisasm, "-c", str(src)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+    except OSError:
+        return False
+
+    def finish() -> None:
+        try:
+            text, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            text = b""
+        part = out.with_suffix(".part")
+        try:
+            part.write_bytes(text if proc.returncode == 0 else b"")
+            os.replace(part, out)  # whole, or not there
+        except OSError:
+            pass
+
+    threading.Thread(target=finish, daemon=True).start()
+    return True
+
+
 class Disassembly:
     """nvdisasm on one cubin, running in the background from construction (its output
-    read by a thread, so it never blocks on a full pipe); `listing()` waits for it."""
+    read by a thread, so it never blocks on a full pipe); `listing()` waits for it. With
+    `ready`, another process runs it (`start_output`) and `listing()` waits for that file."""
 
-    def __init__(self, cubin: Cubin, nvdisasm: str, timeout_s: float = NVDISASM_TIMEOUT_S) -> None:
+    def __init__(self, cubin: Cubin, nvdisasm: str, timeout_s: float = NVDISASM_TIMEOUT_S,
+                 ready: Path | None = None) -> None:
         self.cubin = cubin
         self.tool = nvdisasm
         self.deadline = time.monotonic() + timeout_s
@@ -158,7 +194,8 @@ class Disassembly:
         self._proc: subprocess.Popen | None = None
         self._out: list[bytes] = []
         self._thread: threading.Thread | None = None
-        if self._cached is not None:
+        self._ready = ready
+        if self._cached is not None or ready is not None:
             return
         self._tmp = tempfile.mkdtemp(prefix="wsperf-cubin-")
         try:
@@ -187,6 +224,8 @@ class Disassembly:
             self._result = self._cached
             return self._result
         self._result = {}
+        if self._ready is not None:
+            return self._from_file(self._ready)
         if self._proc is None or self._thread is None:
             return self._result
         self._thread.join(max(0.0, self.deadline - time.monotonic()))
@@ -194,6 +233,18 @@ class Disassembly:
             self._proc.kill()
         if self._proc.wait() == 0 and self._out:
             self._result = parse(self._out[0].decode("utf-8", "replace"))
+            store_cached(self.cubin.sha256, self.tool, self._result)
+        return self._result
+
+    def _from_file(self, path: Path) -> Listing:
+        while not path.exists() and time.monotonic() < self.deadline:
+            time.sleep(0.005)
+        try:
+            text = path.read_bytes()
+        except OSError:
+            text = b""
+        if text:
+            self._result = parse(text.decode("utf-8", "replace"))
             store_cached(self.cubin.sha256, self.tool, self._result)
         return self._result
 

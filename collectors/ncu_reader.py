@@ -176,9 +176,12 @@ def _serve() -> int:
       {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
       {"finish": true}   write <table>.<I>.arrow into DIR -> {"done": {report facts}}
       {"abort": true}    drop the report                  -> {"done": null}
-      {"prefetch": OPEN} OPEN: an "open" message of one reader ("readers": 1): read all of
+      {"prefetch": OPEN, "listings": {SHA256: FILE}}
+                         OPEN: an "open" message of one reader ("readers": 1): read all of
                          that report now (metrics first, then code) and keep it for the
-                         "open" that repeats OPEN, whose tasks are then answered at once
+                         "open" that repeats OPEN, whose tasks are then answered at once;
+                         the cubin SHA256's nvdisasm output is (or will be) FILE
+                         (collectors/cubin.py, start_output)
                                                           -> {"warmed": bool}
       {"warm": PATH}     start disassembling the kernels of the report at PATH (nvdisasm
                          in the background; without nvdisasm, ncu_report's set-up on one
@@ -210,6 +213,8 @@ def _serve() -> int:
                 warm = warm or _warm_up(msg["warm"])
                 emit(warmed=warm)
             elif "prefetch" in msg:
+                # nvdisasm may be running for this report already, started by prestart.
+                _SASS.external.update({sha: Path(p) for sha, p in msg.get("listings", {}).items()})
                 prefetched = _prefetch(msg["prefetch"])
                 warm = warm or prefetched is not None
                 emit(warmed=warm)
@@ -294,6 +299,7 @@ class _Sass:
         self.tool = find_binary("nvdisasm")
         self.jobs: dict[str, cubin.Disassembly] = {}  # by the cubin's SHA-256
         self.reports: dict[str, dict[str, cubin.Cubin | None]] = {}  # path -> mangled name -> its cubin
+        self.external: dict[str, Path] = {}  # cubin SHA-256 -> where another process's nvdisasm writes
 
     def start(self, path: str, names: Iterable[str]) -> bool:
         """Start on the cubins of report `path` holding functions `names`; whether any
@@ -326,7 +332,7 @@ class _Sass:
         if found is None:
             return None
         if found.sha256 not in self.jobs:
-            self.jobs[found.sha256] = cubin.Disassembly(found, self.tool)
+            self.jobs[found.sha256] = cubin.Disassembly(found, self.tool, ready=self.external.pop(found.sha256, None))
         return self.jobs[found.sha256]
 
 

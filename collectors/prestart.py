@@ -8,9 +8,9 @@ the reading (~0.5 s on 2 cores). Started here, all of that runs while the comman
 What runs early is only this: for the first argument that names an existing regular
 `.ncu-rep` file starting with the report magic, at most MAX_REPORT_BYTES long, the
 readers the load will use start (`reader_count`). A small report, which one reader
-reads, is copied here into a private snapshot (as the load would copy it) and that
-reader reads all of it at once ("prefetch": metrics first, while nvdisasm lists the
-code); the load then takes the snapshot (`prefetched`) and finds the reading done or
+reads, is copied here into a private snapshot (as the load would copy it), nvdisasm is
+started here on its cubins (unless the disassembly cache has them), and that reader reads
+all of it at once ("prefetch": metrics first, while nvdisasm lists the code); the load then takes the snapshot (`prefetched`) and finds the reading done or
 under way. A larger report's first reader is asked to start disassembling its kernels
 (`warm`: nvdisasm in the background, else ncu_report's set-up on one instruction); what
 it reads for that is thrown away, and the load reads its own snapshot (collectors/ncu.py).
@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from wsperf.collectors import cubin
 from wsperf.collectors.errors import WsperfError
 from wsperf.collectors.files import find_binary, open_input
 
@@ -41,6 +42,7 @@ MAX_REPORT_BYTES = 8 << 30  # on disk (the 1,000-launch report of the benchmarks
 COMMANDS = frozenset({"analyze", "chart"})
 MAX_READERS = 4  # reader processes per report, at most
 BYTES_PER_READER = 4 << 20  # one more reader per 4 MiB of report
+MAX_EARLY_CUBIN_BYTES = 2 << 20  # a larger module's disassembly waits until the reader knows it is needed
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -76,7 +78,8 @@ def start_for(command: str, args: list[str]) -> int:
         task = {"warm": os.path.abspath(report)}
         if len(_started) == 1:  # a small report: its reader reads all of it now
             try:
-                task = {"prefetch": _snapshot(report)}
+                spec = _snapshot(report)
+                task = {"prefetch": spec, "listings": _listings(Path(spec["open"]))}
             except (WsperfError, OSError):  # changed since, or no room: the load copies it itself
                 pass
         proc.stdin.write(json.dumps(task).encode() + b"\n")  # type: ignore[union-attr]
@@ -101,11 +104,26 @@ def prefetched(path: str | os.PathLike[str]) -> Snapshot | None:
     return found
 
 
+def _listings(snapshot: Path) -> dict[str, str]:
+    """Start nvdisasm now on the cubins of the snapshot (collectors/cubin.py), each but
+    those in the disassembly cache: {cubin SHA-256: the file its output goes to}, for the
+    reader, which would otherwise start it only once it has imported and opened the report."""
+    tool = find_binary("nvdisasm")
+    if tool is None:
+        return {}
+    started = {}
+    for module in cubin.find_cubins(snapshot.read_bytes()):
+        out = snapshot.parent / f"{module.sha256}.sass"
+        if len(module.data) <= MAX_EARLY_CUBIN_BYTES and cubin.start_output(module, tool, out):
+            started[module.sha256] = str(out)
+    return started
+
+
 def _snapshot(report: str) -> dict:
     """Copy `report` into this module's directory, as the load does (collectors/ncu.py:
     the readers read a private copy, identified by the SHA-256 of what was copied), and
     the reader's "prefetch" message for it."""
-    d = _dir[0]
+    d = Path(tempfile.mkdtemp(prefix="snapshot-", dir=_dir[0]))  # one per start (a process may start twice)
     snap = Snapshot(os.path.abspath(report), d / "report.ncu-rep", "", 0, d / "staged")
     h = hashlib.sha256()
     size = 0

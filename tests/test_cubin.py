@@ -107,3 +107,23 @@ def test_nothing_in_the_bytes_is_trusted():
     for cut in (at + 8, at + 0x40, at + 1000, at + 100_000):
         assert cubin.find_cubins(blob[:cut]) == []  # a cut ELF is no cubin
     assert cubin.find_cubins(b"\x7fELF" + os.urandom(4096)) == []
+
+
+def test_another_process_may_run_nvdisasm_for_the_reader(tmp_path, monkeypatch):
+    # What prestart does for a small report before the reader has even imported: the
+    # reader waits for the file, reads it, and keeps it in the cache.
+    monkeypatch.setenv("WSPERF_CACHE_DIR", str(tmp_path / "cache"))
+    (module,) = cubin.find_cubins(GEMM.read_bytes())
+    tool = find_binary("nvdisasm")
+    out = tmp_path / f"{module.sha256}.sass"
+    assert cubin.start_output(module, tool, out)
+    listing = cubin.Disassembly(module, tool, ready=out).listing()
+    assert len(listing[KERNEL]) == 28672 // 16
+    assert cubin.load_cached(module.sha256, tool) == listing
+    assert not cubin.start_output(module, tool, tmp_path / "again.sass")  # in the cache now: nothing to run
+    # A disassembler that fails leaves an empty file: no listing (the reader asks ncu_report).
+    monkeypatch.setenv("WSPERF_NO_CACHE", "1")
+    failed = tmp_path / "failed.sass"
+    assert cubin.start_output(module, "/bin/false", failed)
+    assert cubin.Disassembly(module, tool, timeout_s=60, ready=failed).listing() == {}
+    assert failed.read_bytes() == b""

@@ -125,15 +125,20 @@ def _rows(con) -> dict[str, int]:
 
 @pytest.mark.skipif(prestart.reader_count(REPORT.stat().st_size) != 1,
                     reason="the report is read by one reader only where nvdisasm lists its code")
-def test_a_small_report_is_read_whole_before_the_load_asks_and_stored_once(monkeypatch):
+def test_a_small_report_is_read_whole_before_the_load_asks_and_stored_once(monkeypatch, tmp_path):
     pool = ncu._pool()
     pool.close()
     plain = open_store(None)
     load_reports(plain, [REPORT])  # no reader started early: the reference
     want = _rows(plain)
-    for count in (None, 2):  # the load as planned (one reader), and one that asks for two
+    for count, cache in ((None, "warm"), (2, "warm"), (None, "cold")):  # as planned; a load asking for two readers
         pool.close()
+        if cache == "cold":  # nvdisasm started by prestart itself, its output read by the reader
+            monkeypatch.setenv("WSPERF_CACHE_DIR", str(tmp_path / "cold"))
         assert prestart.start_for("analyze", [str(REPORT)]) == 1
+        (snap,) = prestart._snapshots  # copied, and handed to the reader to read whole
+        if cache == "cold":
+            assert list(snap.path.parent.glob("*.cubin"))  # the module handed to nvdisasm
         if count is not None:
             monkeypatch.setattr(ncu, "_reader_count", lambda size: count)
         con = open_store(None)
@@ -143,5 +148,7 @@ def test_a_small_report_is_read_whole_before_the_load_asks_and_stored_once(monke
         assert prestart.prefetched(REPORT) is None
         # Each row once: a prefetched reader among two readers reads anew what it is given.
         assert _rows(con) == want, count
+        if cache == "cold":
+            assert len(list((tmp_path / "cold" / "sass").iterdir())) == 1  # the reader kept the listing
         monkeypatch.undo()
     pool.close()
