@@ -22,11 +22,13 @@ process lives on.
 Speed: most of the time is ncu_report calls, one per value. Each metric is looked up
 once (metric_by_name), its values are read with the typed accessor for its value kind
 (IMetric.value() rebuilds a dispatch table per call and costs ~3x as much), and rows go
-to DuckDB as whole Arrow tables, never row by row. Two or more readers share a report
-(`_Schedule`): a launch's metrics and its disassembly can go to different readers, and
-the readers are kept between loads, since each pays ~0.5 s of ncu_report set-up before
-its first disassembly. `benchmarks/bench_load.py` measures the cost against reading
-every value bare.
+to DuckDB as whole Arrow tables, never row by row. The disassembly is nvdisasm's, on the
+cubins the report embeds, in a process of its own and cached by content
+(collectors/cubin.py); ncu_report's `sass_by_pc` (~0.75 s of set-up per process) serves
+only what nvdisasm cannot place. A report larger than 4 MiB is shared by several readers
+(`_Schedule`), and readers are kept between loads (a process's start, imports and
+nvdisasm listings are paid once). `benchmarks/bench_load.py` measures the cost against
+reading every value bare.
 """
 
 from __future__ import annotations
@@ -323,10 +325,10 @@ class _Schedule:
 
 
 class _ReaderPool:
-    """Reader processes, kept between loads. Each pays ncu_report's one-time set-up
-    (~0.5 s to disassemble its first PC, ~0.1 s for its first metric units) once, not
-    once per report; one that crashes, hangs or grows too large is stopped and replaced
-    on the next load."""
+    """Reader processes, kept between loads. Each pays its start-up (~0.2 s: the interpreter,
+    ncu_report, pyarrow) and, where nvdisasm cannot serve, ncu_report's disassembler set-up
+    (~0.75 s) once, not once per report; one that crashes, hangs or grows too large is
+    stopped and replaced on the next load."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
