@@ -324,10 +324,9 @@ class _Sass:
                 self.reports.clear()
             try:
                 with open(path, "rb") as f:
-                    blob = f.read()
-            except OSError:
-                blob = b""
-            self.reports[path] = cubin.functions(cubin.find_cubins(blob))
+                    self.reports[path] = cubin.functions(cubin.find_cubins(f.read()))
+            except Exception:  # noqa: BLE001 - unreadable or unforeseen bytes: ncu_report disassembles instead
+                self.reports[path] = {}
         found = self.reports[path].get(name)
         if found is None:
             return None

@@ -112,7 +112,11 @@ def _listings(snapshot: Path) -> dict[str, str]:
     if tool is None:
         return {}
     started = {}
-    for module in cubin.find_cubins(snapshot.read_bytes()):
+    try:
+        modules = cubin.find_cubins(snapshot.read_bytes())
+    except Exception:  # noqa: BLE001 - only speed is at stake: the reader looks again, and the load reports
+        return {}
+    for module in modules:
         out = snapshot.parent / f"{module.sha256}.sass"
         if len(module.data) <= MAX_EARLY_CUBIN_BYTES and cubin.start_output(module, tool, out):
             started[module.sha256] = str(out)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import struct
 from pathlib import Path
 
@@ -127,3 +128,21 @@ def test_another_process_may_run_nvdisasm_for_the_reader(tmp_path, monkeypatch):
     assert cubin.start_output(module, "/bin/false", failed)
     assert cubin.Disassembly(module, tool, timeout_s=60, ready=failed).listing() == {}
     assert failed.read_bytes() == b""
+
+
+def test_damaged_elf_headers_never_raise():
+    # Bytes changed anywhere in the ELF and section headers of the report's cubin (where a
+    # changed byte made ncu_report's sass_by_pc crash): a cubin found or not, never an error.
+    blob = bytearray(GEMM.read_bytes())
+    at = blob.find(cubin.ELF_MAGIC)
+    shoff, = struct.unpack_from("<Q", blob, at + 0x28)
+    shnum, = struct.unpack_from("<H", blob, at + 0x3C)
+    spots = [*range(at, at + 0x40), *range(at + shoff, at + shoff + 64 * shnum)]
+    rng = random.Random(15)
+    for _ in range(300):
+        damaged = bytearray(blob)
+        for k in rng.sample(spots, rng.randint(1, 8)):
+            damaged[k] = rng.randrange(256)
+        found = cubin.find_cubins(bytes(damaged))
+        assert all(isinstance(c, cubin.Cubin) for c in found)
+        cubin.functions(found)
