@@ -186,7 +186,7 @@ class Disassembly:
 
     def __init__(self, cubin: Cubin, nvdisasm: str, timeout_s: float = NVDISASM_TIMEOUT_S,
                  ready: Path | None = None) -> None:
-        self.cubin = cubin
+        self.sha256 = cubin.sha256  # not the cubin: its bytes are nvdisasm's to read, not ours to keep
         self.tool = nvdisasm
         self.deadline = time.monotonic() + timeout_s
         self._result: Listing | None = None
@@ -233,7 +233,7 @@ class Disassembly:
             self._proc.kill()
         if self._proc.wait() == 0 and self._out:
             self._result = parse(self._out[0].decode("utf-8", "replace"))
-            store_cached(self.cubin.sha256, self.tool, self._result)
+            store_cached(self.sha256, self.tool, self._result)
         return self._result
 
     def _from_file(self, path: Path) -> Listing:
@@ -245,7 +245,7 @@ class Disassembly:
             text = b""
         if text:
             self._result = parse(text.decode("utf-8", "replace"))
-            store_cached(self.cubin.sha256, self.tool, self._result)
+            store_cached(self.sha256, self.tool, self._result)
         return self._result
 
     def stop(self) -> None:

@@ -117,6 +117,7 @@ START_TIMESTAMP = "profiler__timestamp_workload_start"  # correlation id: GPU gl
 # no kernel's code is that large, and the other numeric ids ncu uses (indices from 0,
 # GPU timestamps) are far outside. Both parts of a launch apply the same test.
 MAX_CODE_BYTES = 1 << 32
+MAX_LISTINGS = 64  # nvdisasm listings a reader keeps (of distinct cubins, by content)
 READER_MAX_RSS = 1 << 30  # ncu_report keeps ~7x each report's size for good; retire a reader beyond this (bytes)
 
 # Slots of a value: which staging column holds it.
@@ -331,6 +332,8 @@ class _Sass:
         if found is None:
             return None
         if found.sha256 not in self.jobs:
+            if len(self.jobs) >= MAX_LISTINGS:  # the oldest goes (the disk cache still has it)
+                self.jobs.pop(next(iter(self.jobs))).stop()
             self.jobs[found.sha256] = cubin.Disassembly(found, self.tool, ready=self.external.pop(found.sha256, None))
         return self.jobs[found.sha256]
 
