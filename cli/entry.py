@@ -8,9 +8,15 @@ too ends as one `Error:` line with a documented exit code (README, "Exit codes")
 - SIGTERM / SIGHUP / SIGINT: the handlers that turn them into `Terminated` are installed
   before anything heavy is imported and stay for the whole run (the boundary sees they
   are set and keeps them), so a signal during start-up unwinds: exit 143 / 129 / 130, one
-  line (Ctrl-C as `Terminated`, not KeyboardInterrupt, which Typer would swallow). A signal that arrives before the
-  interpreter reaches this module (its first few tens of milliseconds) still gets the
-  default action: nothing has started then that needs cleaning up.
+  line (Ctrl-C as `Terminated`, not KeyboardInterrupt, which Typer would swallow). A signal
+  that arrives before the interpreter reaches this module (its first few tens of
+  milliseconds) still gets the default action: nothing has started then that needs
+  cleaning up. Python does not always let the exception through: inside a native
+  module's initialization it would abort the process (collectors/process.py delivers the
+  signal again once the import is through), a class body's `__set_name__` wraps it in a
+  RuntimeError, compiling a module can drop it. So the signal received decides: an
+  exception that escapes after one is that signal, and a command that ran on to its end
+  after one still exits 128 + signal, saying so.
 - Out of memory under a memory limit (`ulimit -v`): importing pyarrow, DuckDB or pandas
   then fails as an ImportError ("failed to map segment from shared object"), a
   MemoryError, or a thread that cannot start: exit 2, as in the boundary.
@@ -33,7 +39,7 @@ from typing import NoReturn
 
 from wsperf.collectors import prestart
 from wsperf.collectors.errors import ExitCode
-from wsperf.collectors.process import Terminated, signal_words, signals_as_exceptions
+from wsperf.collectors.process import Terminated, received_signal, signal_words, signals_as_exceptions
 
 # An ImportError or OSError whose text says that memory ran out: the dynamic loader's
 # "failed to map segment from shared object" and "cannot allocate memory (in static TLS
@@ -60,6 +66,10 @@ def main() -> int:
     except Terminated as e:
         return _fail(f"{signal_words(e.signum)}; {_NOTHING_RECORDED}", 128 + e.signum)
     except Exception as e:
+        if (signum := received_signal()) is not None:
+            # The signal's Terminated came back as another exception: Python wraps one
+            # raised in a class body's __set_name__ in a RuntimeError (seen at 0.385 s).
+            return _fail(f"{signal_words(signum)}; {_NOTHING_RECORDED}", 128 + signum)
         if not out_of_memory(e):
             raise  # a bug keeps its traceback
         return _fail(f"out of memory (is a memory limit such as `ulimit -v` set?); {_NOTHING_RECORDED}",
@@ -76,6 +86,12 @@ def _leave(code: object) -> NoReturn:
     if code is not None and not isinstance(code, int):
         sys.stderr.write(f"{code}\n")
         code = 1
+    signum = received_signal()
+    if signum is not None and not code:
+        # The signal's exception was lost on the way (seen: CPython drops one raised while
+        # it compiles a module) and the command ran on to its end: still, it was signalled.
+        sys.stderr.write(f"Error: {signal_words(signum)}, after the command had finished\n")
+        code = 128 + signum
     store = sys.modules.get("wsperf.collectors.store")
     if store is not None:
         store.close_all()
