@@ -34,6 +34,7 @@ from pathlib import Path
 from wsperf.collectors import cubin
 from wsperf.collectors.errors import WsperfError
 from wsperf.collectors.files import find_binary, open_input
+from wsperf.collectors.process import signals_deferred
 
 # What a report file is, for this module and collectors/ncu.py, which imports them from here
 # (ncu.py imports pyarrow, which this module must not).
@@ -185,7 +186,9 @@ def _spawn() -> tuple[subprocess.Popen, Path]:
         if not _registered:
             atexit.register(stop)
             _registered.append(True)
-        d = Path(tempfile.gettempdir()) / f"wsperf-readers-{os.getpid()}-{os.urandom(6).hex()}"
+        with signals_deferred():  # its first call writes and removes a probe file
+            base = tempfile.gettempdir()
+        d = Path(base) / f"wsperf-readers-{os.getpid()}-{os.urandom(6).hex()}"
         _dir.append(d)
         d.mkdir(mode=0o700)
     path = _dir[0] / f"prestarted-{len(_started) + 1}.stderr"

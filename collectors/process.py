@@ -244,7 +244,7 @@ def signals_as_exceptions() -> Iterator[None]:
     def raise_terminated(signum: int, frame: FrameType | None) -> None:
         global _received
         _received = signum
-        if _in_native_init(frame):
+        if _deferring or _in_native_init(frame):
             # An exception raised into a native module's initialization (DuckDB's, as
             # Python code it calls runs this handler) ends the process with SIGABRT
             # (seen: 3 times in 30 SIGTERMs 0.05 s into `wsperf analyze`). Deliver the
@@ -266,6 +266,23 @@ def signals_as_exceptions() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """A signal that `signals_as_exceptions` turns into Terminated, arriving inside this
+    block, is delivered again once the block is over (~20 ms later): for a few steps
+    that must not stop half-way, such as tempfile's first look for a writable directory
+    (it writes and removes a probe file, which a signal between the two leaves behind)."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+
+
+_deferring = 0
 
 
 def _in_native_init(frame: FrameType | None) -> bool:
