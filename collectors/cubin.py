@@ -40,6 +40,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,21 +146,17 @@ Listing = dict[str, dict[int, str]]
 NUL-offset-NUL markers until `as_ncu` places the function}"""
 
 
-def start_output(cubin: Cubin, nvdisasm: str, out: Path, timeout_s: float = NVDISASM_TIMEOUT_S) -> bool:
-    """Start nvdisasm on `cubin` for another process (`Disassembly(..., ready=out)`): a
-    thread of this one writes `out` once nvdisasm is done, with what it printed, or empty
-    when it failed or ran out of time. False when nothing was started (the listing is in
-    the cache, or nvdisasm cannot run)."""
-    path = _cache_file(cubin.sha256, nvdisasm)
-    if path is not None and path.is_file():
-        return False
-    src = out.with_suffix(".cubin")
+def _start(cubin: Cubin, nvdisasm: str, src: Path, done: Callable[[bytes], None],
+           timeout_s: float) -> subprocess.Popen | None:
+    """nvdisasm on `cubin` (its bytes written to `src` first), in the background: a thread
+    hands what it printed to `done`, or b"" when it failed or ran out of time, and then
+    removes `src`. None when it cannot start."""
     try:
         src.write_bytes(cubin.data)
         proc = subprocess.Popen([nvdisasm, "-c", str(src)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL)
     except OSError:
-        return False
+        return None
 
     def finish() -> None:
         try:
@@ -168,90 +165,85 @@ def start_output(cubin: Cubin, nvdisasm: str, out: Path, timeout_s: float = NVDI
             proc.kill()
             proc.communicate()
             text = b""
+        src.unlink(missing_ok=True)
+        done(text if proc.returncode == 0 else b"")
+
+    threading.Thread(target=finish, daemon=True).start()
+    return proc
+
+
+def start_output(cubin: Cubin, nvdisasm: str, out: Path, timeout_s: float = NVDISASM_TIMEOUT_S) -> bool:
+    """Start nvdisasm on `cubin` for another process (`Disassembly(..., ready=out)`): a
+    thread of this one writes `out` once nvdisasm is done, with what it printed, or empty
+    when it failed or ran out of time. False when nothing was started (the listing is in
+    the cache, or nvdisasm cannot run)."""
+    path = _cache_file(cubin.sha256, nvdisasm)
+    if path is not None and path.is_file():
+        return False
+
+    def write(text: bytes) -> None:
         part = out.with_suffix(".part")
         try:
-            part.write_bytes(text if proc.returncode == 0 else b"")
+            part.write_bytes(text)
             os.replace(part, out)  # whole, or not there
         except OSError:
             pass
 
-    threading.Thread(target=finish, daemon=True).start()
-    return True
+    return _start(cubin, nvdisasm, out.with_suffix(".cubin"), write, timeout_s) is not None
 
 
 class Disassembly:
-    """nvdisasm on one cubin, running in the background from construction (its output
-    read by a thread, so it never blocks on a full pipe); `listing()` waits for it. With
-    `ready`, another process runs it (`start_output`) and `listing()` waits for that file."""
+    """nvdisasm on one cubin, running in the background from construction; `listing()`
+    waits for it. With `ready`, another process runs it (`start_output`) and `listing()`
+    waits for that file."""
 
     def __init__(self, cubin: Cubin, nvdisasm: str, timeout_s: float = NVDISASM_TIMEOUT_S,
                  ready: Path | None = None) -> None:
         self.sha256 = cubin.sha256  # not the cubin: its bytes are nvdisasm's to read, not ours to keep
         self.tool = nvdisasm
         self.deadline = time.monotonic() + timeout_s
-        self._result: Listing | None = None
-        self._cached = load_cached(cubin.sha256, nvdisasm)
-        self._proc: subprocess.Popen | None = None
-        self._out: list[bytes] = []
-        self._thread: threading.Thread | None = None
+        self._result: Listing | None = load_cached(cubin.sha256, nvdisasm)
         self._ready = ready
-        if self._cached is not None or ready is not None:
+        self._printed: list[bytes] = []
+        self._done = threading.Event()
+        self._proc: subprocess.Popen | None = None
+        if self._result is not None or ready is not None:
             return
-        self._tmp = tempfile.mkdtemp(prefix="wsperf-cubin-")
-        try:
-            path = Path(self._tmp) / "module.cubin"
-            path.write_bytes(cubin.data)
-            self._proc = subprocess.Popen([nvdisasm, "-c", str(path)], stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        except OSError:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            return
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
+        tmp = tempfile.mkdtemp(prefix="wsperf-cubin-")
 
-    def _drain(self) -> None:
-        try:
-            self._out.append(self._proc.stdout.read())  # type: ignore[union-attr]
-            self._proc.wait()  # reaped here, also when nobody asks for the listing
-        finally:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+        def keep(text: bytes) -> None:
+            self._printed.append(text)
+            shutil.rmtree(tmp, ignore_errors=True)
+            self._done.set()
+
+        self._proc = _start(cubin, nvdisasm, Path(tmp) / "module.cubin", keep, timeout_s)
+        if self._proc is None:
+            keep(b"")
 
     def listing(self) -> Listing:
         """The cubin's functions; empty when nvdisasm failed or ran out of time."""
-        if self._result is not None:
-            return self._result
-        if self._cached is not None:
-            self._result = self._cached
-            return self._result
-        self._result = {}
-        if self._ready is not None:
-            return self._from_file(self._ready)
-        if self._proc is None or self._thread is None:
-            return self._result
-        self._thread.join(max(0.0, self.deadline - time.monotonic()))
-        if self._thread.is_alive():
-            self._proc.kill()
-        if self._proc.wait() == 0 and self._out:
-            self._result = parse(self._out[0].decode("utf-8", "replace"))
-            store_cached(self.sha256, self.tool, self._result)
+        if self._result is None:
+            text = self._from_file(self._ready) if self._ready is not None else self._from_thread()
+            self._result = parse(text.decode("utf-8", "replace")) if text else {}
+            if self._result:
+                store_cached(self.sha256, self.tool, self._result)
         return self._result
 
-    def _from_file(self, path: Path) -> Listing:
+    def _from_thread(self) -> bytes:
+        self._done.wait(max(0.0, self.deadline - time.monotonic()))
+        return self._printed[0] if self._printed else b""
+
+    def _from_file(self, path: Path) -> bytes:
         while not path.exists() and time.monotonic() < self.deadline:
             time.sleep(0.005)
         try:
-            text = path.read_bytes()
+            return path.read_bytes()
         except OSError:
-            text = b""
-        if text:
-            self._result = parse(text.decode("utf-8", "replace"))
-            store_cached(self.sha256, self.tool, self._result)
-        return self._result
+            return b""
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
-            self._proc.wait()
 
 
 def parse(out: str) -> Listing:

@@ -10,13 +10,14 @@ What runs early is only this: for the first argument that names an existing regu
 readers the load will use start (`reader_count`). A small report, which one reader
 reads, is copied here into a private snapshot (as the load would copy it), nvdisasm is
 started here on its cubins (unless the disassembly cache has them), and that reader reads
-all of it at once ("prefetch": metrics first, while nvdisasm lists the code); the load then takes the snapshot (`prefetched`) and finds the reading done or
-under way. A larger report's first reader is asked to start disassembling its kernels
-(`warm`: nvdisasm in the background, else ncu_report's set-up on one instruction); what
-it reads for that is thrown away, and the load reads its own snapshot (collectors/ncu.py).
-A reader that the command never takes is stopped, and the snapshot removed, when the
-process exits. Standard library only: this runs
-before the command's module is imported, on every `wsperf analyze` / `wsperf chart`."""
+all of it at once ("prefetch": metrics first, while nvdisasm lists the code); the load
+then takes the snapshot (`prefetched`) and finds the reading done or under way. A larger
+report's first reader is asked to start disassembling its kernels (`warm`: nvdisasm in
+the background, else ncu_report's set-up on one instruction); what it reads for that is
+thrown away, and the load reads its own snapshot (collectors/ncu.py). A reader that the
+command never takes is stopped, and the snapshot removed, when the process exits. The
+standard library and wsperf's standard-library-only modules only: this runs before the
+command's module is imported, on every `wsperf analyze` / `wsperf chart`."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ COMMANDS = frozenset({"analyze", "chart"})
 MAX_READERS = 4  # reader processes per report, at most
 BYTES_PER_READER = 4 << 20  # one more reader per 4 MiB of report
 MAX_EARLY_CUBIN_BYTES = 2 << 20  # a larger module's disassembly waits until the reader knows it is needed
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -129,18 +131,18 @@ def _snapshot(report: str) -> dict:
     the readers read a private copy, identified by the SHA-256 of what was copied), and
     the reader's "prefetch" message for it."""
     d = Path(tempfile.mkdtemp(prefix="snapshot-", dir=_dir[0]))  # one per start (a process may start twice)
-    snap = Snapshot(os.path.abspath(report), d / "report.ncu-rep", "", 0, d / "staged")
+    path, staged = d / "report.ncu-rep", d / "staged"
     h = hashlib.sha256()
     size = 0
     with open_input(report, kind="an Nsight Compute report", limit=MAX_REPORT_BYTES, magic=(REPORT_MAGIC,)) as f, \
-            open(snap.path, "xb") as out:
+            open(path, "xb") as out:
         while chunk := f.read(1 << 20):
             h.update(chunk)
             out.write(chunk)
             size += len(chunk)
-    snap.out.mkdir()
-    _snapshots.append(Snapshot(snap.given, snap.path, h.hexdigest(), size, snap.out))
-    return {"open": str(snap.path), "name": str(Path(report)), "out": str(snap.out), "reader": 0, "readers": 1,
+    staged.mkdir()
+    _snapshots.append(Snapshot(os.path.abspath(report), path, h.hexdigest(), size, staged))
+    return {"open": str(path), "name": str(Path(report)), "out": str(staged), "reader": 0, "readers": 1,
             "coder": True}
 
 

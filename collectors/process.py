@@ -308,4 +308,3 @@ def is_elf(path: str) -> bool:
 def signal_words(signum: int) -> str:
     """How an Error line names the signal that stopped the command."""
     return "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"terminated by {signal.Signals(signum).name}"
-

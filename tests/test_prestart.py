@@ -138,7 +138,8 @@ def test_a_small_report_is_read_whole_before_the_load_asks_and_stored_once(monke
         assert prestart.start_for("analyze", [str(REPORT)]) == 1
         (snap,) = prestart._snapshots  # copied, and handed to the reader to read whole
         if cache == "cold":
-            assert list(snap.path.parent.glob("*.cubin"))  # the module handed to nvdisasm
+            # the module handed to nvdisasm (removed once it is done, its output then written)
+            assert list(snap.path.parent.glob("*.cubin")) or list(snap.path.parent.glob("*.sass"))
         if count is not None:
             monkeypatch.setattr(ncu, "_reader_count", lambda size: count)
         con = open_store(None)
