@@ -5,6 +5,7 @@ report, never performance advice)."""
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Optional
@@ -95,7 +96,9 @@ def analyze(
                 err.print(render.plain(f"wsperf analyze: wrote {write_bundle_report(evidence.bundle, evidence, gate, None)}"))
             raise typer.Exit(gate.code)
         reports = list(evidence.reports)
-        ids = load_run(con, run, reports, load_with_progress)
+        # The metrics' units only go into a store that outlives the command (--db): this
+        # command's output never shows them (prestart.needs_units guesses the same).
+        ids = load_run(con, run, reports, partial(load_with_progress, units=db is not None))
         results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds, launch_ids=ids)
         if evidence.bundle is not None:
             results = longest_first(results)  # a repro's many kernels: the ones that matter lead
@@ -167,7 +170,7 @@ def chart(
         paths = list(evidence.reports)
         if not paths:
             raise InputError("no Nsight Compute report among the inputs; give .ncu-rep files or bundle directories")
-        load_with_progress(con, paths)
+        load_with_progress(con, paths, units=False)  # an in-memory store, and charts show no units
         results = run_analysis(con, kernel)
         if not results:
             what = f"matches --kernel {kernel!r}" if kernel else "was found"

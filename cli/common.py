@@ -115,12 +115,13 @@ def load_progress(console: Console = err) -> Iterator[Callable[[int, int, str], 
         yield lambda done, total, label: tick(done, total, f"loading {label}")
 
 
-def load_with_progress(con, reports: list[Path]) -> list:
-    """Load Nsight Compute reports into `con`, showing progress."""
+def load_with_progress(con, reports: list[Path], *, units: bool = True) -> list:
+    """Load Nsight Compute reports into `con`, showing progress; `units`: as in
+    collectors.ncu.load_report (false only for a store that ends with the command)."""
     if not reports:
         return []
     with load_progress() as tick:
-        return load_reports(con, reports, progress=tick)
+        return load_reports(con, reports, progress=tick, units=units)
 
 
 def emit(fmt: OutputFormat, value, text, as_json, as_markdown) -> None:

@@ -89,10 +89,12 @@ class LoadResult:
 
 
 def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], progress: Progress | None = None, *,
-                timeout_s: float = READ_TIMEOUT_S) -> LoadResult:
+                timeout_s: float = READ_TIMEOUT_S, units: bool = True) -> LoadResult:
     """Load the report at `path` into the store `con` (from `store.open_store`), in one
     transaction. Raises ReportError when the file is missing, empty, not a report,
-    truncated or damaged (the store is then unchanged)."""
+    truncated or damaged (the store is then unchanged). With `units` false the metrics'
+    units stay NULL (but the duration's): for a store that ends with the command and
+    never shows them (collectors/ncu_reader.py, _Reader, says what that saves)."""
     p = Path(path)
     with _scratch(p) as tmp:
         # The readers read a private copy, never the user's path: a report replaced or
@@ -115,7 +117,7 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
             if progress is not None:
                 progress(launches, launches, f"{p.name}: already loaded")
             return LoadResult(report_id, p, digest, launches, True, {t: 0 for t in TABLES})
-        metas = _pool().read(src, out, _reader_count(size), timeout_s, progress, shown=p)
+        metas = _pool().read(src, out, _reader_count(size), timeout_s, progress, shown=p, units=units)
         staged = _staged_tables(out, len(metas))
         report = _report_row(p.resolve(), digest, size, metas)
         with transaction(con, f"report {p}"):
@@ -139,10 +141,11 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
 
 
 def load_reports(con: duckdb.DuckDBPyConnection, paths: Iterable[str | os.PathLike[str]], progress: Progress | None = None, *,
-                 timeout_s: float = READ_TIMEOUT_S) -> list[LoadResult]:
+                 timeout_s: float = READ_TIMEOUT_S, units: bool = True) -> list[LoadResult]:
     """Load several reports, each in its own transaction, in order. Stops at the first
-    that fails (raising its ReportError); those before it stay loaded."""
-    return [load_report(con, p, progress, timeout_s=timeout_s) for p in paths]
+    that fails (raising its ReportError); those before it stay loaded. `units`: as in
+    load_report."""
+    return [load_report(con, p, progress, timeout_s=timeout_s, units=units) for p in paths]
 
 
 # ---------------------------------------------------------------------------------------
@@ -339,13 +342,14 @@ class _ReaderPool:
         self.adopted = False  # has taken readers started early (their directory is prestart's)
 
     def read(self, p: Path, out: Path, n: int, timeout_s: float, progress: Progress | None, *,
-             shown: Path | None = None) -> list[dict]:
-        """Have `n` readers read report `p` into `out`; their metadata, by reader.
-        Messages name `shown` (the path the user gave) when `p` is a decompressed copy."""
+             shown: Path | None = None, units: bool = True) -> list[dict]:
+        """Have `n` readers read report `p` into `out` (the metrics' units too, when
+        `units`); their metadata, by reader. Messages name `shown` (the path the user
+        gave) when `p` is a decompressed copy."""
         with self.lock:
             workers = self._take(n)
             try:
-                return self._run(workers, p, out, timeout_s, progress, shown or p)
+                return self._run(workers, p, out, timeout_s, progress, shown or p, units)
             finally:
                 # Whoever finished cleanly goes back; the rest are stopped (crashed,
                 # hung, or interrupted mid-task and so out of step with us).
@@ -378,13 +382,13 @@ class _ReaderPool:
         return taken
 
     def _run(self, workers: list[_Worker], src: Path, out: Path, timeout_s: float, progress: Progress | None,
-             p: Path) -> list[dict]:
+             p: Path, units: bool) -> list[dict]:
         for i, w in enumerate(workers):
             # The reader may not share our working directory for long: an absolute path
             # to open, and the path as given for its messages.
             # The first reader (a warm one, when there is one: `_take`) serves the code.
             w.send({"open": os.path.abspath(src), "name": str(p), "out": str(out), "reader": i,
-                    "readers": len(workers), "coder": i == 0}, "opening")
+                    "readers": len(workers), "coder": i == 0, "units": units}, "opening")
         index = {id(w): i for i, w in enumerate(workers)}
         metas: list[dict | None] = [None] * len(workers)
         error: str | None = None

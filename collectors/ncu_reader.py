@@ -171,9 +171,11 @@ def _serve() -> int:
     """`python -m wsperf.collectors.ncu_reader --serve`: the reader process. Messages, one JSON
     object a line; each is answered on stdout:
 
-      {"open": PATH, "name": NAME, "out": DIR, "reader": I, "readers": R, "coder": bool}
-                                   -> {"opened": {"launches": N, "warm": bool, "listed": bool}}
-                         (listed: nvdisasm serves this report's code, started here)
+      {"open": PATH, "name": NAME, "out": DIR, "reader": I, "readers": R, "coder": bool,
+       "units": bool}              -> {"opened": {"launches": N, "warm": bool, "listed": bool}}
+                         (listed: nvdisasm serves this report's code, started here;
+                         units: false leaves every metric's unit NULL but the duration's,
+                         see _Reader; absent means true)
       {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
       {"finish": true}   write <table>.<I>.arrow into DIR -> {"done": {report facts}}
       {"abort": true}    drop the report                  -> {"done": null}
@@ -226,7 +228,7 @@ def _serve() -> int:
                 emit(opened={"launches": reader.launches, "warm": warm, "listed": True})
             elif "open" in msg:
                 prefetched = None
-                reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"])
+                reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"], units=msg.get("units", True))
                 # The reader chosen for the code parts starts nvdisasm on the report's
                 # kernels now, in the background (or finds it started by "warm").
                 listed = bool(msg.get("coder")) and reader.list_code()
@@ -280,7 +282,7 @@ def _prefetch(spec: dict) -> tuple[dict, _Reader] | None:
     if spec.get("readers") != 1 or spec.get("reader") != 0:
         return None
     try:
-        reader = _Reader(spec["open"], spec["name"], Path(spec["out"]), 0)
+        reader = _Reader(spec["open"], spec["name"], Path(spec["out"]), 0, units=spec.get("units", True))
         reader.list_code()  # nvdisasm works while the metrics are read
         for part in (METRICS, CODE):
             for idx in range(reader.launches):
@@ -356,13 +358,16 @@ class _Reader:
     """One report open in a reader process: reads the launch parts it is given into
     staging columns, and writes them out at the end."""
 
-    def __init__(self, path: str, name: str, out: Path, reader: int) -> None:
+    def __init__(self, path: str, name: str, out: Path, reader: int, *, units: bool = True) -> None:
         """Open report `path` (called `name` in messages) as reader number `reader`,
-        which writes its tables into `out`."""
+        which writes its tables into `out`. With `units` false, the metrics' units are
+        not asked for (NULL), except the duration's, which scales duration_ns: the first
+        IMetric.unit() of each metric costs ncu_report ~0.1 ms, ~0.13 s for a `--set full`
+        launch's 2,200 metrics, a sixth of a one-launch analyze that never shows them."""
         import ncu_report  # only ever imported in the reader processes
 
         self.nr = ncu_report
-        self.path, self.report, self.out, self.reader = path, name, out, reader
+        self.path, self.report, self.out, self.reader, self.units = path, name, out, reader, units
         im = ncu_report.IMetric
         # IMetric.as_double & co. only forward to the extension's flat functions; calling
         # those directly saves a Python frame per value, ~10% of a load.
@@ -537,7 +542,8 @@ class _Reader:
             key = keys.get(name)
             if key is None:
                 key = keys[name] = len(keys)
-                self.metric_info.append((name, m.unit(), self.metric_types.get(m.metric_type(), "other")))
+                unit = m.unit() if self.units or name == DURATION else None
+                self.metric_info.append((name, unit, self.metric_types.get(m.metric_type(), "other")))
             k = m.num_instances()
             rows += 1 + k
             c_key.extend([key] * (k + 1))

@@ -81,7 +81,7 @@ def start_for(command: str, args: list[str]) -> int:
         task = {"warm": os.path.abspath(report)}
         if len(_started) == 1:  # a small report: its reader reads all of it now
             try:
-                spec = _snapshot(report)
+                spec = _snapshot(report, units=needs_units(command, args))
                 task = {"prefetch": spec, "listings": _listings(Path(spec["open"]))}
             except (WsperfError, OSError):  # changed since, or no room: the load copies it itself
                 pass
@@ -126,10 +126,10 @@ def _listings(snapshot: Path) -> dict[str, str]:
     return started
 
 
-def _snapshot(report: str) -> dict:
+def _snapshot(report: str, *, units: bool) -> dict:
     """Copy `report` into this module's directory, as the load does (collectors/ncu.py:
     the readers read a private copy, identified by the SHA-256 of what was copied), and
-    the reader's "prefetch" message for it."""
+    the reader's "prefetch" message for it (with the metrics' units when `units`)."""
     d = Path(tempfile.mkdtemp(prefix="snapshot-", dir=_dir[0]))  # one per start (a process may start twice)
     path, staged = d / "report.ncu-rep", d / "staged"
     h = hashlib.sha256()
@@ -143,7 +143,15 @@ def _snapshot(report: str) -> dict:
     staged.mkdir()
     _snapshots.append(Snapshot(os.path.abspath(report), path, h.hexdigest(), size, staged))
     return {"open": str(path), "name": str(Path(report)), "out": str(staged), "reader": 0, "readers": 1,
-            "coder": True}
+            "coder": True, "units": units}
+
+
+def needs_units(command: str, args: list[str]) -> bool:
+    """Whether the load of `command args` reads the metrics' units: only into a store that
+    outlives the command (`--db`); analyze's and chart's in-memory store never shows them.
+    The command decides for itself (cli/analyze.py); where this guessed otherwise, the
+    load reads the report again, with or without them."""
+    return any(a == "--db" or a.startswith("--db=") for a in args)
 
 
 def reader_count(size: int) -> int:

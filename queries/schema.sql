@@ -89,7 +89,9 @@ CREATE TABLE IF NOT EXISTS metrics (
     correlation_name VARCHAR,   -- text correlation id of the instance, e.g. the opcode 'HGMMA' of sass__inst_executed_per_opcode
     value_double DOUBLE,        -- numeric value (integers as DOUBLE); NULL for text values and for metrics the report holds without a value
     value_string VARCHAR,       -- text value (e.g. device__attribute_display_name); NULL for numeric values
-    unit VARCHAR,               -- ncu's unit of the value, e.g. 'ns', 'byte', 'inst', '%'; '' when unitless
+    unit VARCHAR,               -- ncu's unit of the value, e.g. 'ns', 'byte', 'inst', '%'; '' when unitless; NULL
+                                -- (but gpu__time_duration.sum's) in the in-memory store of `analyze` / `chart`
+                                -- without --db, whose output never shows one (collectors/ncu_reader.py, _Reader)
     metric_type VARCHAR         -- 'counter', 'ratio', 'throughput' or 'other' (IMetric.metric_type)
 );
 

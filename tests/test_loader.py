@@ -281,6 +281,27 @@ def test_report_row_identifies_file_device_and_collection_time(store, ncu_action
 # -- loading again, appending --------------------------------------------------------
 
 
+def test_a_load_without_units_differs_only_in_the_units_it_leaves_null():
+    # analyze and chart without --db load so (their output never shows a unit): every
+    # table is the same row for row, but metrics.unit, NULL except the duration's,
+    # which scales launches.duration_ns. The multi-launch report: units asked once.
+    report = REPORTS / "multi_launch.ncu-rep"
+    full, bare = open_store(None), open_store(None)
+    load_report(full, report)
+    load_report(bare, report, units=False)
+    for table in ("reports", "launches", "metrics", "sass", "stalls", "opcodes", "ncu_rules"):
+        cols = [c for (c,) in full.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                                           "AND column_name NOT IN ('unit', 'loaded_at')", [table]).fetchall()]
+        # Every row's every value, as text (NaN equals NaN), hashed: the same multiset of rows.
+        query = f"SELECT count(*), sum(hash({', '.join(f'{c}::VARCHAR' for c in cols)})::HUGEINT) FROM {table}"
+        assert full.execute(query).fetchall() == bare.execute(query).fetchall(), table
+    units = "SELECT DISTINCT name, unit FROM metrics WHERE unit IS NOT NULL ORDER BY ALL"
+    assert bare.execute(units).fetchall() == [("gpu__time_duration.sum", "ns")]
+    assert ("gpu__time_duration.sum", "ns") in full.execute(units).fetchall()
+    assert full.execute("SELECT count(*) FILTER (WHERE unit IS NULL) FROM metrics").fetchone() == (0,)
+    assert bare.execute("SELECT count(*) FROM launches WHERE duration_ns > 0").fetchone()[0] >= 2
+
+
 def test_loading_the_same_content_again_adds_nothing(store, tmp_path):
     con, results = store
     report = BY_SIZE[0]

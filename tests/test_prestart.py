@@ -143,13 +143,33 @@ def test_a_small_report_is_read_whole_before_the_load_asks_and_stored_once(monke
         if count is not None:
             monkeypatch.setattr(ncu, "_reader_count", lambda size: count)
         con = open_store(None)
-        (res,) = load_reports(con, [REPORT])
+        (res,) = load_reports(con, [REPORT], units=False)  # as `analyze REPORT` loads (prestart.needs_units)
         # The snapshot taken early was the load's (same identity), and it was given once.
         assert res.sha256 == plain.execute("SELECT sha256 FROM reports").fetchone()[0]
         assert prestart.prefetched(REPORT) is None
         # Each row once: a prefetched reader among two readers reads anew what it is given.
         assert _rows(con) == want, count
+        assert con.execute("SELECT count(unit) FROM metrics").fetchone() == (1,)  # the duration's: read without units
         if cache == "cold":
             assert len(list((tmp_path / "cold" / "sass").iterdir())) == 1  # the reader kept the listing
         monkeypatch.undo()
+    pool.close()
+
+
+@pytest.mark.skipif(prestart.reader_count(REPORT.stat().st_size) != 1,
+                    reason="the report is read by one reader only where nvdisasm lists its code")
+@pytest.mark.parametrize("args, units", [([], True), (["--db", "runs.duckdb"], False)],
+                         ids=["read without units, loaded with", "read with units (--db), loaded without"])
+def test_a_prefetch_read_otherwise_than_the_load_asks_is_read_again(args, units):
+    # prestart guesses from the command line whether the load wants the metrics' units
+    # (only into a --db store); when the command asks otherwise, it gets what it asked for.
+    pool = ncu._pool()
+    pool.close()
+    assert prestart.needs_units("analyze", [str(REPORT), *args]) is not units
+    assert prestart.start_for("analyze", [str(REPORT), *args]) == 1
+    con = open_store(None)
+    load_reports(con, [REPORT], units=units)
+    assert prestart.prefetched(REPORT) is None
+    count, with_unit = con.execute("SELECT count(*), count(unit) FROM metrics").fetchone()
+    assert count > 1000 and with_unit == (count if units else 1)
     pool.close()
