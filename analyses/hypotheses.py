@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import enum
 import re
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import duckdb
 import yaml
@@ -40,6 +41,7 @@ REQUIRED_KEYS = ("id", "question", "evidence", "threshold", "remedy")
 
 # The temporary table the queries read the requested launch ids from.
 IDS_TABLE = "_wsperf_ids"
+WORKERS = 2  # connections that run the hypotheses at once (evaluate)
 
 # What a user can ask to be present (`--expect`): each maps to the families that meet it.
 EXPECTATIONS = ("tma", "tensor-core", "wgmma", "tcgen05", "setmaxnreg", "warp-specialized")
@@ -186,32 +188,88 @@ def evaluate(
     thresholds: dict[str, dict[str, Any]] | None = None,
 ) -> dict[int, Verdicts]:
     """Run every hypothesis over the given launches. `thresholds` overrides header
-    defaults per hypothesis id (e.g. from a nightly job's config file)."""
+    defaults per hypothesis id (e.g. from a nightly job's config file).
+
+    The queries run on WORKERS connections at once, `con` and cursors of it (DuckDB
+    plans a query on the thread that runs it, without Python's lock, and planning is most
+    of what these queries cost on one report's rows), each with its own `_wsperf_ids`:
+    temporary tables belong to a connection. Inside a transaction open on `con`, whose
+    rows no other connection sees yet, they all run on `con`."""
     expect = check_expectations(expect)
     overrides = thresholds or {}
-    by_launch: dict[int, list[Finding]] = {lid: [] for lid in launch_ids}
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
-                {"ids": sorted(by_launch)})
+    ids = sorted(set(launch_ids))
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    found: dict[str, list[tuple[int, Finding]]] = {}  # by hypothesis: (launch id, finding), in row order
+    runnable = []
     for h in catalogue():
-        if not set(h.requires) <= present:
-            for lid in by_launch:
-                by_launch[lid].append(Finding(h.id, Status.no_data, h.missing, {}, h.remedy))
-            continue
-        values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
-        params = {k: v for k, v in values.items() if k in h.params}
-        with stand_ins(con, h, present) as left_out:
+        if set(h.requires) <= present:
+            runnable.append(h)
+        else:
+            found[h.id] = [(lid, Finding(h.id, Status.no_data, h.missing, {}, h.remedy)) for lid in ids]
+
+    def run(c: duckdb.DuckDBPyConnection, batch: list[Hypothesis]) -> None:
+        c.execute(f"CREATE OR REPLACE TEMP TABLE {IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
+                  {"ids": ids})
+        for h in batch:
+            values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
+            found[h.id] = _findings(c, h, {k: v for k, v in values.items() if k in h.params}, present)
+
+    _run_spread(con, runnable, run)
+    return {lid: Verdicts(lid, tuple(f for h in catalogue() for flid, f in found[h.id] if flid == lid))
+            for lid in ids}
+
+
+def _findings(c: duckdb.DuckDBPyConnection, h: Hypothesis, params: dict[str, Any],
+              present: set[str]) -> list[tuple[int, Finding]]:
+    """The rows of hypothesis `h` on connection `c`, as (launch id, finding)."""
+    with stand_ins(c, h, present) as left_out:
+        try:
+            cur = c.execute(h.sql, params)
+            cols, rows = [d[0] for d in cur.description], cur.fetchall()
+        except duckdb.Error as e:
+            raise QueryError(f"hypothesis {h.id}: {str(e).strip().splitlines()[0]}") from None
+    out = []
+    for row in rows:
+        rec = {k: v for k, v in zip(cols, row) if k not in left_out}
+        lid = rec.pop("launch_id")
+        status = Status(rec.pop("status"))
+        summary = rec.pop("summary")
+        out.append((lid, Finding(h.id, status, summary, {k: _clean(v) for k, v in rec.items()}, h.remedy)))
+    return out
+
+
+def _run_spread(con: duckdb.DuckDBPyConnection, items: list, run: Callable[[duckdb.DuckDBPyConnection, list], None]
+                ) -> None:
+    """run(connection, share) for WORKERS shares of `items` at once: the first on `con` in
+    this thread, each other on a cursor of `con` in a thread of its own; all on `con`
+    while a transaction is open on it. The first exception raised in any is raised."""
+    shares = [items[k::WORKERS] for k in range(WORKERS)] if not _in_transaction(con) else [items]
+    errors: list[BaseException] = []
+    threads = []
+    for share in (s for s in shares[1:] if s):
+        cursor = con.cursor()
+
+        def work(c: duckdb.DuckDBPyConnection = cursor, part: list = share) -> None:
             try:
-                cur = con.execute(h.sql, params)
-                cols, rows = [d[0] for d in cur.description], cur.fetchall()
-            except duckdb.Error as e:
-                raise QueryError(f"hypothesis {h.id}: {str(e).strip().splitlines()[0]}") from None
-        for row in rows:
-            rec = {k: v for k, v in zip(cols, row) if k not in left_out}
-            lid = rec.pop("launch_id")
-            if lid not in by_launch:
-                continue
-            status = Status(rec.pop("status"))
-            summary = rec.pop("summary")
-            by_launch[lid].append(Finding(h.id, status, summary, {k: _clean(v) for k, v in rec.items()}, h.remedy))
-    return {lid: Verdicts(lid, tuple(fs)) for lid, fs in by_launch.items()}
+                run(c, part)
+            except BaseException as e:  # noqa: BLE001 - raised in the caller's thread below
+                errors.append(e)
+            finally:
+                c.close()
+
+        threads.append(threading.Thread(target=work, name="wsperf-hypotheses", daemon=True))
+        threads[-1].start()
+    try:
+        run(con, shares[0])
+    finally:
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+
+
+def _in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether a transaction is open on `con`: then two statements run in one transaction
+    (outside, each in its own). Asking DuckDB to begin one would abort the open one."""
+    (first,), (second,) = (con.execute("SELECT txid_current()").fetchall()[0] for _ in range(2))
+    return first == second

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wsperf.analyses.analyze import prepare
+from wsperf.analyses import hypotheses
+from wsperf.analyses.analyze import launch_ids_of_reports, prepare
 from wsperf.analyses.hypotheses import REQUIRED_KEYS, Status, catalogue, evaluate, parse_header
 from wsperf.collectors.ncu import load_reports
-from wsperf.collectors.store import open_store
+from wsperf.collectors.store import open_store, transaction
 from wsperf.collectors.timeline import load_timeline
 from wsperf.queries import query_names, read_query
 
@@ -126,3 +127,31 @@ def test_a_hand_copy_producer_is_found_past_the_compilers_constant_moves():
     (lid,) = [x for (x,) in con.execute("SELECT launch_id FROM launches").fetchall()]
     pb = next(f for f in evaluate(con, [lid]).get(lid).findings if f.id == "producer-bound")
     assert pb.status is Status.rejected and pb.evidence["producer_wait_share"] > 0.7, (pb.summary, pb.evidence)
+
+
+def _table(verdicts) -> dict:
+    return {lid: [(f.id, f.status, f.summary, f.evidence) for f in v.findings] for lid, v in verdicts.items()}
+
+
+def test_the_hypotheses_on_two_connections_equal_them_on_one(analyzed, monkeypatch):
+    # evaluate spreads the queries over `con` and a cursor of it (hypotheses.WORKERS);
+    # every launch of every fixture report gets the same findings, in catalogue order.
+    ids = [r[0] for r in analyzed.execute("SELECT launch_id FROM launches ORDER BY launch_id").fetchall()]
+    spread = _table(evaluate(analyzed, ids, expect=["tma"]))
+    monkeypatch.setattr(hypotheses, "WORKERS", 1)
+    assert spread == _table(evaluate(analyzed, ids, expect=["tma"]))
+    assert all([f[0] for f in fs] == [h.id for h in catalogue()] for fs in spread.values())
+
+
+def test_inside_an_open_transaction_the_hypotheses_see_its_rows():
+    # A cursor is another connection: it cannot see rows a transaction open on `con` has
+    # not committed, so there every hypothesis runs on `con` itself.
+    report = TIMELINES / "ring_pcsamp.ncu-rep"
+    con = open_store(None)
+    with transaction(con, "a report and its verdicts"):
+        (res,) = load_reports(con, [report])
+        prepare(con)
+        ids = launch_ids_of_reports(con, [res.report_id])
+        inside = _table(evaluate(con, ids))
+    assert _table(evaluate(con, ids)) == inside
+    assert {f[1] for fs in inside.values() for f in fs} & {Status.confirmed, Status.rejected}
