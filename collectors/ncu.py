@@ -40,7 +40,6 @@ import hashlib
 import json
 import os
 import queue
-import re
 import shutil
 import signal
 import subprocess
@@ -57,11 +56,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.ipc
+
 from wsperf.collectors import prestart
-from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC, reader_count
+from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC, reader_count  # importable before pyarrow
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
-from wsperf.collectors.staging import ALL, CODE, METRICS, READER_MAX_RSS, STAGES, read_sql
+from wsperf.collectors.ncu_reader import ALL, CODE, METRICS, READER_MAX_RSS, STAGE_SCHEMAS
 from wsperf.collectors.store import TABLES, transaction
 
 if TYPE_CHECKING:
@@ -116,6 +118,7 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
                 progress(launches, launches, f"{p.name}: already loaded")
             return LoadResult(report_id, p, digest, launches, True, {t: 0 for t in TABLES})
         metas = _pool().read(src, out, _reader_count(size), timeout_s, progress, shown=p, units=units)
+        staged = _staged_tables(out, len(metas))
         report = _report_row(p.resolve(), digest, size, metas)
         with transaction(con, f"report {p}"):
             ((report_id, base),) = con.execute(
@@ -124,12 +127,16 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
             con.execute("INSERT INTO reports BY NAME SELECT $report_id AS report_id, "
                         + ", ".join(f"${k} AS {k}" for k in report), {**report, "report_id": report_id})
             rows = {"reports": 1}
-            staged = {f"_wsperf_{t}": f"({read_sql(out, t, len(metas), reader_column=t in _BY_READER)})"
-                      for t in STAGES}
-            for table, sql in _INSERTS:
-                params = {"base": base, "report_id": report_id} if "$report_id" in sql else {"base": base}
-                ((n,),) = con.execute(_STAGED.sub(lambda m: staged[m.group(0)], sql), params).fetchall()
-                rows[table] = rows.get(table, 0) + n
+            for stage, arrow in staged.items():
+                con.register(f"_wsperf_{stage}", arrow)
+            try:
+                for table, sql in _INSERTS:
+                    params = {"base": base, "report_id": report_id} if "$report_id" in sql else {"base": base}
+                    ((n,),) = con.execute(sql, params).fetchall()
+                    rows[table] = rows.get(table, 0) + n
+            finally:
+                for stage in staged:
+                    con.unregister(f"_wsperf_{stage}")
     return LoadResult(report_id, p, digest, report["num_launches"], False, rows)
 
 
@@ -145,20 +152,15 @@ def load_reports(con: duckdb.DuckDBPyConnection, paths: Iterable[str | os.PathLi
 # Parent side: check the file, run the readers, stage their tables.
 
 # launch_idx is the action's position in the report (0-based over all ranges); launch
-# ids are allocated inside the transaction, so the readers never see them. _wsperf_<t>
-# stands for staged table <t> as the readers wrote it (collectors/staging.py, read_sql);
-# those of _BY_READER carry each row's reader number as column `reader`.
-_STAGED = re.compile(r"\b_wsperf_[a-z_]+\b")
-_BY_READER = ("metrics", "metric_info")  # a metric's key is its reader's
+# ids are allocated inside the transaction, so the readers never see them. Staged table
+# <t> is registered as _wsperf_<t>.
 _INSERTS = (
     ("launches", "INSERT INTO launches BY NAME SELECT * EXCLUDE (launch_idx), launch_idx + $base AS launch_id, "
                  "$report_id AS report_id FROM _wsperf_launches"),
     # Integer-kinded values are staged exactly (UBIGINT) and become DOUBLE here: Arrow
     # refuses to convert integers above 2**53 to float64 on the Python side.
-    ("metrics", "INSERT INTO metrics BY NAME SELECT m.* EXCLUDE (launch_idx, key, reader, v_float, v_int), "
-                "m.launch_idx + $base AS launch_id, coalesce(m.v_float, m.v_int::DOUBLE) AS value_double, "
-                "i.name, i.unit, i.metric_type FROM _wsperf_metrics AS m JOIN _wsperf_metric_info AS i "
-                "USING (reader, key) ORDER BY m.reader, m.launch_idx, m.key, m.instance NULLS FIRST"),
+    ("metrics", "INSERT INTO metrics BY NAME SELECT * EXCLUDE (launch_idx, v_float, v_int), launch_idx + $base "
+                "AS launch_id, coalesce(v_float, v_int::DOUBLE) AS value_double FROM _wsperf_metrics"),
     # A PC's counters and its disassembly come from different parts of the read.
     ("sass", "INSERT INTO sass BY NAME SELECT launch_idx + $base AS launch_id, pc, "
              "c.* EXCLUDE (launch_idx, pc), t.* EXCLUDE (launch_idx, pc) "
@@ -481,6 +483,15 @@ def _signal_name(num: int) -> str:
         return signal.Signals(num).name
     except ValueError:
         return f"signal {num}"
+
+
+def _staged_tables(out: Path, readers: int) -> dict[str, pa.Table]:
+    staged = {}
+    for table in STAGE_SCHEMAS:
+        parts = [pa.ipc.open_file(pa.memory_map(str(out / f"{table}.{i}.arrow"))).read_all() for i in range(readers)]
+        # Rows come in the order readers took launches; ids, not row order, tie them up.
+        staged[table] = pa.concat_tables(parts, promote_options="permissive") if readers > 1 else parts[0]
+    return staged
 
 
 def _report_row(path: Path, digest: str, size: int, metas: list[dict]) -> dict:

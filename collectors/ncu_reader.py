@@ -3,8 +3,8 @@
 Every ncu_report call of wsperf happens here, in a process of its own (collectors/ncu.py
 says why, and runs these processes). A reader opens the report it is told to, reads the
 launch parts it is handed (a launch's metrics, or its code: disassembly, source lines and
-ncu's rule results) into staging columns, and writes them out as CSV files, one per staged
-table (collectors/staging.py), for the parent to insert. The JSON-lines protocol is in `_serve`.
+ncu's rule results) into staging columns, and writes them out as Arrow IPC files, one per
+staged table, for the parent to insert. The JSON-lines protocol is in `_serve`.
 """
 
 from __future__ import annotations
@@ -58,14 +58,45 @@ if __name__ == "__main__":
     sys.meta_path.insert(0, _Without(("pandas", "numpy") if (_pyarrow_major() or 0) >= 18 else ("pandas",)))
 
 import pyarrow as pa
-import pyarrow.csv
+import pyarrow.ipc
 
 from wsperf.collectors import cubin
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import find_binary, why
-from wsperf.collectors.staging import ALL, CODE, LAUNCH_METRICS, METRICS, STAGES, stage_file
 
 
+# Launch columns read from the launch's own metrics (aggregate values).
+LAUNCH_METRICS = {
+    "device_id": "launch__device_id",
+    "stream_id": "launch__stream_id",
+    "grid_x": "launch__grid_dim_x",
+    "grid_y": "launch__grid_dim_y",
+    "grid_z": "launch__grid_dim_z",
+    "block_x": "launch__block_dim_x",
+    "block_y": "launch__block_dim_y",
+    "block_z": "launch__block_dim_z",
+    "cluster_x": "launch__cluster_dim_x",
+    "cluster_y": "launch__cluster_dim_y",
+    "cluster_z": "launch__cluster_dim_z",
+    "cluster_size": "launch__cluster_size",
+    "grid_size": "launch__grid_size",
+    "block_size": "launch__block_size",
+    "threads": "launch__thread_count",
+    "registers_per_thread": "launch__registers_per_thread",
+    "static_smem_bytes": "launch__shared_mem_per_block_static",
+    "dynamic_smem_bytes": "launch__shared_mem_per_block_dynamic",
+    "smem_config_bytes": "launch__shared_mem_config_size",
+    "sm_count": "device__attribute_multiprocessor_count",
+    "waves_per_sm": "launch__waves_per_multiprocessor",
+    "occupancy_limit_blocks": "launch__occupancy_limit_blocks",
+    "occupancy_limit_registers": "launch__occupancy_limit_registers",
+    "occupancy_limit_shared_mem": "launch__occupancy_limit_shared_mem",
+    "occupancy_limit_warps": "launch__occupancy_limit_warps",
+    "occupancy_limit_barriers": "launch__occupancy_limit_barriers",
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "elapsed_cycles": "gpc__cycles_elapsed.max",
+}
 DURATION = "gpu__time_duration.sum"
 NS_PER_UNIT = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
 
@@ -87,15 +118,49 @@ START_TIMESTAMP = "profiler__timestamp_workload_start"  # correlation id: GPU gl
 # GPU timestamps) are far outside. Both parts of a launch apply the same test.
 MAX_CODE_BYTES = 1 << 32
 MAX_LISTINGS = 64  # nvdisasm listings a reader keeps (of distinct cubins, by content)
+READER_MAX_RSS = 1 << 30  # ncu_report keeps ~7x each report's size for good; retire a reader beyond this (bytes)
 
 # Slots of a value: which staging column holds it.
 FLOAT, INT, TEXT, MIXED, NONE = range(5)
+# Parts of a launch's work. METRICS: launches, metrics, sass_counts, stalls, opcodes.
+# CODE: sass_code (disassembly, source lines) and ncu_rules.
+ALL, METRICS, CODE = "all", "metrics", "code"
 
-# pyarrow's type of each DuckDB type of collectors/staging.py.
-_ARROW_TYPES = {"INTEGER": pa.int32(), "BIGINT": pa.int64(), "UBIGINT": pa.uint64(), "DOUBLE": pa.float64(),
-                "VARCHAR": pa.string()}
-STAGE_SCHEMAS = {t: pa.schema([(c, _ARROW_TYPES[k]) for c, k in cols]) for t, cols in STAGES.items()}
-_CSV = pyarrow.csv.WriteOptions(include_header=True, quoting_style="needed")  # text always quoted, NULL never
+STAGE_SCHEMAS = {
+    "launches": pa.schema([
+        ("launch_idx", pa.int32()), ("range_idx", pa.int32()), ("action_idx", pa.int32()),
+        ("kernel_mangled", pa.string()), ("kernel_demangled", pa.string()), ("kernel_function", pa.string()),
+        ("workload_type", pa.string()), ("num_metrics", pa.int32()), ("duration_ns", pa.float64()),
+        *((col, pa.float64()) for col in LAUNCH_METRICS),  # DuckDB casts to the column types on insert
+    ]),
+    # Collected as columns below; `key` becomes name, unit and metric_type when written.
+    "metrics": pa.schema([
+        ("launch_idx", pa.int32()), ("key", pa.int32()), ("instance", pa.int32()),
+        ("correlation_id", pa.uint64()), ("correlation_name", pa.string()),
+        ("v_float", pa.float64()), ("v_int", pa.uint64()), ("value_string", pa.string()),
+    ]),
+    "sass_counts": pa.schema([
+        ("launch_idx", pa.int32()), ("pc", pa.uint64()), ("function_pc", pa.uint64()), ("func_offset", pa.int64()),
+        *((col, pa.int64()) for col in SASS_METRICS), ("pcsamp_samples_not_issued", pa.int64()),
+    ]),
+    "sass_code": pa.schema([
+        ("launch_idx", pa.int32()), ("pc", pa.uint64()), ("opcode", pa.string()), ("opcode_full", pa.string()),
+        ("guard", pa.string()), ("sass", pa.string()), ("source_file", pa.string()), ("source_line", pa.int32()),
+    ]),
+    "stalls": pa.schema([
+        ("launch_idx", pa.int32()), ("pc", pa.uint64()), ("reason", pa.string()),
+        ("samples", pa.int64()), ("samples_not_issued", pa.int64()),
+    ]),
+    "opcodes": pa.schema([
+        ("launch_idx", pa.int32()), ("opcode", pa.string()), ("executed", pa.int64()),
+        ("thread_executed", pa.int64()), ("source", pa.string()),
+    ]),
+    "ncu_rules": pa.schema([
+        ("launch_idx", pa.int32()), ("rule_idx", pa.int32()), ("rule_id", pa.string()), ("section_id", pa.string()),
+        ("name", pa.string()), ("title", pa.string()), ("message", pa.string()), ("msg_type", pa.string()),
+        ("speedup_type", pa.string()), ("estimated_speedup", pa.float64()),
+    ]),
+}
 
 
 class _Damaged(Exception):
@@ -112,7 +177,7 @@ def _serve() -> int:
                          units: false leaves every metric's unit NULL but the duration's,
                          see _Reader; absent means true)
       {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
-      {"finish": true}   write <table>.<I>.csv into DIR   -> {"done": {report facts}}
+      {"finish": true}   write <table>.<I>.arrow into DIR -> {"done": {report facts}}
       {"abort": true}    drop the report                  -> {"done": null}
       {"prefetch": OPEN, "listings": {SHA256: FILE}}
                          OPEN: an "open" message of one reader ("readers": 1): read all of
@@ -471,7 +536,7 @@ class _Reader:
                 value = None
             slot = got[1] if value is not None else NONE
             scalars[name] = value
-            # name, unit and type are stored once (the staged metric_info) and every row of
+            # name, unit and type are stored once (an Arrow dictionary) and every row of
             # the metric refers to them by key; a metric's unit and type are the same in
             # every launch of a report, so they are asked for once.
             key = keys.get(name)
@@ -648,18 +713,30 @@ class _Reader:
             col.extend(row[name] for row in rows)
 
     def _write(self) -> None:
-        self.cols["metric_info"] = {"key": list(range(len(self.metric_info))),
-                                    **{col: [info[i] for info in self.metric_info]
-                                       for i, col in enumerate(("name", "unit", "metric_type"))}}
         for table, schema in STAGE_SCHEMAS.items():
             cols = self.cols[table]
             try:
-                arrow = pa.Table.from_arrays([pa.array(cols[f.name], f.type) for f in schema], schema=schema)
+                arrays = [pa.array(cols[f.name], f.type) for f in schema]
+                if table == "metrics":
+                    arrays, schema = self._metric_names(arrays, schema)
+                arrow = pa.Table.from_arrays(arrays, schema=schema)
             except (pa.ArrowException, UnicodeError) as e:
                 reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise ReportError(f"{self.report}: report is damaged: its {table} data cannot be stored ({reason}); "
                                   "collect it again") from e
-            pyarrow.csv.write_csv(arrow, str(stage_file(self.out, table, self.reader)), _CSV)
+            with pa.ipc.new_file(str(self.out / f"{table}.{self.reader}.arrow"), schema) as w:
+                w.write_table(arrow)
+
+    def _metric_names(self, arrays: list[pa.Array], schema: pa.Schema) -> tuple[list[pa.Array], pa.Schema]:
+        """Replace the key column by name, unit and metric_type dictionary columns."""
+        at = schema.get_field_index("key")
+        keys = arrays.pop(at)
+        schema = schema.remove(at)
+        for i, col in enumerate(("name", "unit", "metric_type")):
+            values = pa.array([info[i] for info in self.metric_info], pa.string())
+            arrays.append(pa.DictionaryArray.from_arrays(keys, values))
+            schema = schema.append(pa.field(col, pa.dictionary(pa.int32(), pa.string())))
+        return arrays, schema
 
 
 def _anchor(fstarts: list[int], inst_executed_pcs: Iterable[int]) -> int | None:
