@@ -215,8 +215,12 @@ def evaluate(
             found[h.id] = _findings(c, h, {k: v for k, v in values.items() if k in h.params}, present)
 
     _run_spread(con, runnable, run)
-    return {lid: Verdicts(lid, tuple(f for h in catalogue() for flid, f in found[h.id] if flid == lid))
-            for lid in ids}
+    by_launch: dict[int, list[Finding]] = {lid: [] for lid in ids}
+    for h in catalogue():  # catalogue order, then row order
+        for lid, f in found[h.id]:
+            if lid in by_launch:
+                by_launch[lid].append(f)
+    return {lid: Verdicts(lid, tuple(fs)) for lid, fs in by_launch.items()}
 
 
 def _findings(c: duckdb.DuckDBPyConnection, h: Hypothesis, params: dict[str, Any],
