@@ -8,6 +8,7 @@ import hashlib
 import os
 import random
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,28 @@ def test_the_report_embeds_its_module_and_nvdisasm_lists_every_instruction():
     opcodes = {text.split()[1 if text.startswith("@") else 0].split(".")[0] for text in kernel.values()}
     assert {"HGMMA", "UTMALDG", "SYNCS", "EXIT"} <= opcodes
     assert not any("(*" in t or t.endswith(";") for t in kernel.values())  # annotations and ';' dropped
+
+
+def test_without_dataflow_analysis_nvdisasm_lists_the_same_instructions(tmp_path):
+    # nvdisasm runs with -ndf (cubin.NVDISASM_ARGS: ~0.15 s less of its start). What the
+    # dataflow analysis adds is annotations, dropped by `parse`: an sm_90 kernel that
+    # spills (SpillRefill), the sm_100a tcgen05 cubin (the same) and the wgmma GEMM list the
+    # same instructions either way.
+    tool = find_binary("nvdisasm")
+    modules = [*cubin.find_cubins((REPORTS / "ws_stream_healthy.ncu-rep").read_bytes()),
+               *cubin.find_cubins(GEMM.read_bytes()),
+               cubin.find_cubins((REPORTS.parent / "cubins" / "tcgen05.sm_100a.cubin").read_bytes())[0]]
+    assert "-ndf" in cubin.NVDISASM_ARGS and len(modules) == 3
+    annotated = 0
+    for m in modules:
+        src = tmp_path / f"{m.sha256}.cubin"
+        src.write_bytes(m.data)
+        full, fast = (subprocess.run([tool, *args, str(src)], capture_output=True, check=True, text=True).stdout
+                      for args in (["-c"], cubin.NVDISASM_ARGS))
+        annotated += "SpillRefill" in full and "SpillRefill" not in fast
+        listing = cubin.parse(fast)
+        assert listing == cubin.parse(full) and set(listing) == set(m.code)
+    assert annotated == 2  # the flag changes the text; the listing stays the same
 
 
 def test_a_kernel_compiled_twice_into_different_code_is_left_to_ncu_report():
