@@ -29,6 +29,7 @@ import duckdb
 
 from wsperf.analyses.roles import build_roles
 from wsperf.collectors.errors import InputError, QueryError
+from wsperf.collectors.limits import duckdb_config
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.store import open_store
 
@@ -124,7 +125,7 @@ def matching(names: Iterable[str], kernel: str | None) -> list[str]:
     if kernel is None:
         return names
     check_kernel_regex(kernel)
-    with duckdb.connect() as con:
+    with duckdb.connect(config=duckdb_config()) as con:
         ((found,),) = con.execute("SELECT list_filter($n::VARCHAR[], lambda x: regexp_matches(x, $k))",
                                   {"n": names, "k": kernel}).fetchall()
     return list(found or [])
@@ -135,7 +136,7 @@ def check_kernel_regex(kernel: str | None) -> None:
     regexp_matches (RE2) accepts: checked before anything loads, one Error line."""
     if kernel is None:
         return
-    with duckdb.connect() as con:
+    with duckdb.connect(config=duckdb_config()) as con:
         try:
             con.execute("SELECT regexp_matches('', $kernel)", {"kernel": kernel}).fetchall()
         except duckdb.Error as e:

@@ -68,6 +68,14 @@ def error_boundary() -> Iterator[None]:
     except OSError as e:
         _fail(f"{e.filename}: {why(e)}" if e.filename else f"cannot write the output or a file ({why(e)})",
               ExitCode.ERROR)
+    except Exception as e:
+        # DuckDB's own out-of-memory error, where no wsperf code put it into words (its
+        # module is loaded by then; looked up, not imported: not every command needs it)
+        duckdb = sys.modules.get("duckdb")
+        if duckdb is None or not isinstance(e, duckdb.OutOfMemoryException):
+            raise
+        _fail(f"out of memory ({' '.join(str(e).split())}; is a memory limit such as `ulimit -v` set?); "
+              "nothing was recorded", ExitCode.ERROR)
 
 
 def _fail(message: str, code: int) -> NoReturn:

@@ -17,9 +17,12 @@ too ends as one `Error:` line with a documented exit code (README, "Exit codes")
   RuntimeError, compiling a module can drop it. So the signal received decides: an
   exception that escapes after one is that signal, and a command that ran on to its end
   after one still exits 128 + signal, saying so.
-- Out of memory under a memory limit (`ulimit -v`): importing pyarrow, DuckDB or pandas
-  then fails as an ImportError ("failed to map segment from shared object"), a
-  MemoryError, or a thread that cannot start: exit 2, as in the boundary.
+- An address-space limit (`ulimit -v`) below what wsperf needs to start
+  (collectors/limits.py): one line before anything heavy is imported, exit 2; above it,
+  wsperf is made to reserve less (`limits.fit_process`, and DuckDB's settings).
+- Out of memory all the same: importing pyarrow, DuckDB or pandas then fails as an
+  ImportError ("failed to map segment from shared object"), a MemoryError, or a thread
+  that cannot start: exit 2, as in the boundary.
 
 The report readers of `analyze` and `chart` start here, first thing, so that their own
 start-up and disassembly run while Typer and the command's libraries import
@@ -37,7 +40,7 @@ import os
 import sys
 from typing import NoReturn
 
-from wsperf.collectors import prestart
+from wsperf.collectors import limits, prestart
 from wsperf.collectors.errors import ExitCode
 from wsperf.collectors.process import Terminated, received_signal, signal_words, signals_as_exceptions
 
@@ -55,6 +58,12 @@ def main() -> int:
     try:
         with signals_as_exceptions():
             # Ctrl-C here is Terminated too (signals_as_exceptions), caught below.
+            if _runs_a_command(sys.argv[1:]):
+                # Under `ulimit -v`: too little to start is one line now, before a library
+                # fails to map or the loader aborts; enough, and wsperf reserves less.
+                if (short := limits.too_little_address_space()) is not None:
+                    return _fail(f"{short}; {_NOTHING_RECORDED}", ExitCode.ERROR)
+                limits.fit_process()
             if len(sys.argv) > 1:
                 prestart.start_for(sys.argv[1], sys.argv[2:])
             from wsperf.cli.main import app  # start-up isolation: see the module docstring
@@ -102,6 +111,12 @@ def _leave(code: object) -> NoReturn:
         except (OSError, ValueError):
             pass
     os._exit(code or 0)
+
+
+def _runs_a_command(args: list[str]) -> bool:
+    """Whether the command line names a command (`wsperf --help` and `wsperf --version`
+    import none; a command's own --help imports its modules, DuckDB and pyarrow)."""
+    return bool(args) and args[0] not in ("--help", "-h", "--version")
 
 
 def out_of_memory(e: BaseException) -> bool:

@@ -38,6 +38,7 @@ from wsperf.collectors.bundle import DATABASE, ENVIRONMENT, RunRecord, write_man
 from wsperf.collectors.disasm import DEFAULT_CU_ARCH
 from wsperf.collectors.cudagdb import CudaGdbOutputError, parse_cudagdb
 from wsperf.collectors.errors import ExitCode, InputError, WsperfError
+from wsperf.collectors.limits import repro_environ
 from wsperf.collectors.process import Completed, is_elf, run_bounded, save
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.nsys import (BUNDLE_EXPORT, BUNDLE_REPORT, NSYS_MIN_TIMEOUT_S, NSYS_TIMEOUT_FACTOR,
@@ -155,7 +156,7 @@ class _State:
         """The repro's environment: Triton's cache directed into the bundle, so that the
         generated code (.ptx, .cubin, .ttgir, .json per kernel) is kept; the sanitizer and
         ncu runs reuse it instead of compiling again."""
-        return {**os.environ, "TRITON_CACHE_DIR": str((self.root / generated.TRITON_CACHE).resolve())}
+        return {**repro_environ(), "TRITON_CACHE_DIR": str((self.root / generated.TRITON_CACHE).resolve())}
 
     def record(self, phase: str, tool: str, done: Completed, name: str, outputs: dict[str, str] | None = None,
                note: str = "", stdout_at: str | None = None) -> RunRecord:

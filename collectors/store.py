@@ -33,6 +33,7 @@ import duckdb
 
 from wsperf.collectors.errors import InputError, StoreError
 from wsperf.collectors.files import open_input, why
+from wsperf.collectors.limits import duckdb_config
 from wsperf.collectors.process import Terminated, received_signal
 from wsperf.queries import schema_sql
 
@@ -80,7 +81,7 @@ def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = 
     if path is None:
         if read_only:
             raise StoreError("an in-memory store cannot be opened read-only: give the path of a store file")
-        con = duckdb.connect(":memory:")
+        con = duckdb.connect(":memory:", config=duckdb_config())
         _apply_schema(con, "the in-memory store", in_memory=True)
         return con
 
@@ -159,7 +160,7 @@ def _connect(p: Path, read_only: bool, lock_timeout: float,
     pause = 0.05
     while True:
         try:
-            return duckdb.connect(str(p), read_only=read_only)
+            return duckdb.connect(str(p), read_only=read_only, config=duckdb_config())
         except duckdb.IOException as e:
             if not _LOCKED.search(str(e)):
                 raise StoreError(f"{p}: cannot open as a DuckDB store ({_first_line(e)}); "
@@ -286,6 +287,9 @@ def _apply_schema(con: duckdb.DuckDBPyConnection, where: object, *, in_memory: b
     except duckdb.IOException as e:
         raise StoreError(f"{where}: cannot be read as a store ({_first_line(e)}); the file is damaged or "
                          "truncated: restore it, or load the reports into a new store file") from None
+    except duckdb.OutOfMemoryException as e:
+        raise StoreError(f"{where}: out of memory creating the wsperf tables ({_first_line(e)}); is a memory "
+                         "limit such as `ulimit -v` set?") from None
     except duckdb.Error as e:
         raise StoreError(f"{where}: cannot write the wsperf tables ({_first_line(e)}); "
                          "check that the file and its directory are writable") from None

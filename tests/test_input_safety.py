@@ -34,7 +34,7 @@ from wsperf.analyses.sql import query_store, run_sql
 from wsperf.analyses.worksheet import worksheet
 from wsperf.cli.charts import write_charts
 from wsperf.cli.main import app
-from wsperf.collectors import ncu
+from wsperf.collectors import limits, ncu
 from wsperf.collectors.errors import InputError, QueryError, ReportError, StoreError, WsperfError
 from wsperf.collectors.files import staged_into, write_output
 from wsperf.collectors.ncu import load_report
@@ -444,14 +444,49 @@ def test_export_replaces_links_and_never_leaves_a_partial_export(tmp_path, store
 # -- before the command's error boundary: memory limits, signals at start-up, path checks ------------
 
 
-def test_running_out_of_memory_while_importing_is_one_error():
-    def limit_memory():
-        # Under 150 MiB of address space, mapping DuckDB's or pyarrow's shared library fails
-        # ("failed to map segment from shared object") while the command's module imports.
-        resource.setrlimit(resource.RLIMIT_AS, (150 << 20, 150 << 20))
+def _address_space(mib: int):
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+    return limit
 
-    p = cli("analyze", corpus.BASIC, preexec_fn=limit_memory)
-    assert b"out of memory" in p.stderr, p.stderr
+
+@pytest.mark.parametrize("mib", [150, 300, 500, 1200, 1300, 1500, (limits.min_address_space() >> 20) - 1])
+def test_too_little_address_space_is_one_error_before_anything_loads(mib):
+    # Measured before the check existed, at these limits: 2 lines (150-200 MiB), OpenBLAS's
+    # own error and exit 1 (300), DuckDB's out-of-memory read as an unwritable store (400-
+    # 600), the dynamic loader aborting the process with exit 127 (500 with the lean
+    # settings, 1200-1500 without).
+    p = cli("analyze", corpus.BASIC, preexec_fn=_address_space(mib))
+    assert b"out of memory" in p.stderr and f"is {mib} MiB".encode() in p.stderr and b"ulimit -v" in p.stderr, p.stderr
+    assert b"ABORT" not in p.stderr
+
+
+def test_with_just_enough_address_space_the_verdicts_are_the_same():
+    # At the floor, wsperf reserves less (system allocator for pyarrow, 4 DuckDB threads,
+    # a DuckDB memory limit, no OpenBLAS threads) and answers as without a limit;
+    # multi_launch has four readers. Help and the version need no floor.
+    for report in (corpus.BASIC, corpus.REPORTS / "multi_launch.ncu-rep"):
+        free = cli("analyze", report, "-f", "json", code=0).stdout
+        lean = cli("analyze", report, "-f", "json", code=0, preexec_fn=_address_space(limits.min_address_space() >> 20))
+        assert lean.stdout == free
+    for args in (["--help"], ["--version"]):
+        assert cli(*args, code=0, preexec_fn=_address_space(150)).stdout
+    # a command's help imports the command: the floor holds for it
+    assert b"ulimit -v" in cli("analyze", "--help", preexec_fn=_address_space(150)).stderr
+
+
+def test_what_wsperf_sets_under_a_limit_stays_out_of_the_repro_environment():
+    code = ("import os, resource; resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30)); "
+            "from wsperf.collectors import limits; limits.fit_process(); e = limits.repro_environ(); "
+            "print(os.environ['ARROW_DEFAULT_MEMORY_POOL'], os.environ['OPENBLAS_NUM_THREADS'], "
+            "os.environ['MALLOC_ARENA_MAX'], 'ARROW_DEFAULT_MEMORY_POOL' in e, 'OPENBLAS_NUM_THREADS' in e, "
+            "'MALLOC_ARENA_MAX' in e, e.get('OMP_NUM_THREADS'), limits.duckdb_config()['threads'] <= limits.LEAN_THREADS)")
+    env = {k: v for k, v in ENV.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS",
+                                                      "MALLOC_ARENA_MAX")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**env, "OMP_NUM_THREADS": "3"}).stdout.split()
+    # set for wsperf, taken out for the repro; the user's own OMP_NUM_THREADS is kept as it was
+    assert out == ["system", "1", "2", "False", "False", "False", "3", "True"]
 
 
 def _catches(pid: int, sig: int) -> bool:
