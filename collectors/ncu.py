@@ -25,30 +25,21 @@ once (metric_by_name), its values are read with the typed accessor for its value
 to DuckDB as whole Arrow tables, never row by row. The disassembly is nvdisasm's, on the
 cubins the report embeds, in a process of its own and cached by content
 (collectors/cubin.py); ncu_report's `sass_by_pc` (~0.75 s of set-up per process) serves
-only what nvdisasm cannot place. A report larger than 4 MiB is shared by several readers
-(`_Schedule`), and readers are kept between loads (a process's start, imports and
-nvdisasm listings are paid once). `benchmarks/bench_load.py` measures the cost against
-reading every value bare.
+only what nvdisasm cannot place. A report larger than 4 MiB is shared by several readers,
+and readers are kept between loads (a process's start, imports and nvdisasm listings are
+paid once): collectors/readers.py runs them. `benchmarks/bench_load.py` measures the cost
+against reading every value bare.
 """
 
 from __future__ import annotations
 
-import atexit
-import collections
 import gzip
 import hashlib
-import json
 import os
-import queue
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
-import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -63,15 +54,12 @@ from wsperf.collectors import prestart
 from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC, reader_count  # importable before pyarrow
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
-from wsperf.collectors.ncu_reader import ALL, CODE, METRICS, READER_MAX_RSS, STAGE_SCHEMAS
+from wsperf.collectors.ncu_reader import STAGE_SCHEMAS
+from wsperf.collectors.readers import Progress, pool
 from wsperf.collectors.store import TABLES, transaction
 
 if TYPE_CHECKING:
     import duckdb
-
-Progress = Callable[[int, int, str], None]
-"""progress(done, total, label): `done` of `total` launches of the current report read;
-`label` is '<file name>: <kernel>'. Called from the calling thread."""
 
 READ_TIMEOUT_S = 600.0  # per report; a hung ncu_report read becomes a ReportError
 
@@ -117,7 +105,7 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
             if progress is not None:
                 progress(launches, launches, f"{p.name}: already loaded")
             return LoadResult(report_id, p, digest, launches, True, {t: 0 for t in TABLES})
-        metas = _pool().read(src, out, _reader_count(size), timeout_s, progress, shown=p, units=units)
+        metas = pool().read(src, out, _reader_count(size), timeout_s, progress, shown=p, units=units)
         staged = _staged_tables(out, len(metas))
         report = _report_row(p.resolve(), digest, size, metas)
         with transaction(con, f"report {p}"):
@@ -243,246 +231,6 @@ def _snapshot(p: Path, dest: Path) -> tuple[str, int]:
 
 
 _reader_count = reader_count  # by this name here: tests/test_input_safety.py wraps it
-
-
-class _Worker:
-    """One reader process (`python -m wsperf.collectors.ncu_reader --serve`), spoken to in
-    JSON lines on its stdin and stdout; it exits at the end of its input."""
-
-    def __init__(self, stderr_path: Path, events: queue.Queue, proc: subprocess.Popen | None = None) -> None:
-        """A new reader process, or `proc`: one started early (collectors/prestart.py)."""
-        self.stderr_path = stderr_path
-        self.state = "idle"  # idle | opening | opened | working | finishing | dead
-        self.code_warm = False  # has disassembled before: ncu_report's set-up is behind it
-        self.listed = False  # started nvdisasm on the report it has open (it is the coder)
-        self.retire = False  # grown too large: stop it after this load
-        if proc is None:
-            with open(stderr_path, "ab") as err:
-                proc = subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu_reader", "--serve"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-        self.proc = proc
-        threading.Thread(target=self._pump, args=(events,), daemon=True).start()
-
-    def _pump(self, events: queue.Queue) -> None:
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            events.put((self, json.loads(line)))
-        events.put((self, None))
-
-    def send(self, msg: dict, state: str) -> None:
-        self.state = state
-        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")  # type: ignore[union-attr]
-        self.proc.stdin.flush()  # type: ignore[union-attr]
-
-    def stop(self, kill: bool) -> None:
-        if kill:
-            self.proc.kill()
-        try:
-            self.proc.stdin.close()  # type: ignore[union-attr]
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-
-    def stderr_tail(self) -> str:
-        return self.stderr_path.read_text(errors="replace")[-3000:]
-
-
-class _Schedule:
-    """Hands out a report's work one task at a time, to whichever reader is free.
-
-    A task is a launch's METRICS part, its CODE part (disassembly, source lines, rules)
-    or ALL of it. Where nvdisasm lists the report's kernels (collectors/cubin.py), the
-    chosen reader (`coder`) started it as it opened the report, and every launch is split:
-    the coder serves the code parts first, the others read metrics. Without nvdisasm a
-    reader's first disassembly costs ~0.75 s (ncu_report's set-up), so code goes only to
-    "warm" readers (that have disassembled before) and to the coder; the others read
-    metrics only and leave each launch's code part in a queue that the warm ones serve
-    first. With fewer launches than readers, every launch is split into its two parts
-    from the start so that two readers share it; with at least twice as many, cold
-    readers warm up as they open the report (`_serve`) and whole launches go round."""
-
-    def __init__(self, launches: int, readers: list[_Worker], coder: _Worker) -> None:
-        self.coder = coder if coder in readers else next((w for w in readers if w.code_warm), readers[0])
-        # nvdisasm lists the code (in the background, started by the coder as it opened):
-        # code parts cost little there, and one reader serves them all.
-        self.split = launches < len(readers) or self.coder.listed
-        self.others = len(readers) > 1
-        self.launches = collections.deque(range(launches))  # not handed out yet
-        self.code = collections.deque(range(launches) if self.split else ())  # code parts left over
-
-    def next(self, w: _Worker) -> list | None:
-        # Listed by nvdisasm, the code is the coder's alone (elsewhere it would start
-        # nvdisasm again, or ncu_report's set-up).
-        codes = w is self.coder or (w.code_warm and not self.coder.listed)
-        # A reader alone reads the metrics first: meanwhile nvdisasm lists the code.
-        if codes and self.code and (self.others or not self.launches):
-            return [self.code.popleft(), CODE]
-        if not self.launches:
-            return None
-        idx = self.launches.popleft()
-        if codes and not self.split:
-            return [idx, ALL]
-        if not self.split:
-            self.code.append(idx)
-        return [idx, METRICS]
-
-
-class _ReaderPool:
-    """Reader processes, kept between loads. Each pays its start-up (~0.2 s: the interpreter,
-    ncu_report, pyarrow) and, where nvdisasm cannot serve, ncu_report's disassembler set-up
-    (~0.75 s) once, not once per report; one that crashes, hangs or grows too large is
-    stopped and replaced on the next load."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.events: queue.Queue = queue.Queue()
-        self.idle: list[_Worker] = []
-        self.dir: Path | None = None
-        self.spawned = 0
-        self.adopted = False  # has taken readers started early (their directory is prestart's)
-
-    def read(self, p: Path, out: Path, n: int, timeout_s: float, progress: Progress | None, *,
-             shown: Path | None = None, units: bool = True) -> list[dict]:
-        """Have `n` readers read report `p` into `out` (the metrics' units too, when
-        `units`); their metadata, by reader. Messages name `shown` (the path the user
-        gave) when `p` is a decompressed copy."""
-        with self.lock:
-            workers = self._take(n)
-            try:
-                return self._run(workers, p, out, timeout_s, progress, shown or p, units)
-            finally:
-                # Whoever finished cleanly goes back; the rest are stopped (crashed,
-                # hung, or interrupted mid-task and so out of step with us).
-                for w in workers:
-                    if w.state == "idle" and w.proc.poll() is None and not w.retire:
-                        self.idle.append(w)
-                    else:
-                        w.stop(kill=w.state != "idle")
-
-    def _take(self, n: int) -> list[_Worker]:
-        # Readers started before the command's imports (a warm-up may be under way in the
-        # first: its answer comes before that of anything sent after it).
-        adopted = [_Worker(path, self.events, proc) for proc, path in prestart.take()]
-        if adopted and not self.adopted:
-            self.adopted = True
-            atexit.register(self.close)
-        self.idle.extend(adopted)
-        alive = sorted((w for w in self.idle if w.proc.poll() is None), key=lambda w: not w.code_warm)
-        for w in self.idle:
-            if w not in alive:
-                w.stop(kill=True)
-        self.idle = alive[n:]
-        taken = alive[:n]
-        if len(taken) < n and self.dir is None:
-            self.dir = Path(tempfile.mkdtemp(prefix="wsperf-readers-"))
-            atexit.register(self.close)
-        while len(taken) < n:
-            self.spawned += 1
-            taken.append(_Worker(self.dir / f"reader-{self.spawned}.stderr", self.events))  # type: ignore[operator]
-        return taken
-
-    def _run(self, workers: list[_Worker], src: Path, out: Path, timeout_s: float, progress: Progress | None,
-             p: Path, units: bool) -> list[dict]:
-        for i, w in enumerate(workers):
-            # The reader may not share our working directory for long: an absolute path
-            # to open, and the path as given for its messages.
-            # The first reader (a warm one, when there is one: `_take`) serves the code.
-            w.send({"open": os.path.abspath(src), "name": str(p), "out": str(out), "reader": i,
-                    "readers": len(workers), "coder": i == 0, "units": units}, "opening")
-        index = {id(w): i for i, w in enumerate(workers)}
-        metas: list[dict | None] = [None] * len(workers)
-        error: str | None = None
-        schedule: _Schedule | None = None
-        total = done = 0
-        deadline = time.monotonic() + timeout_s
-
-        def dispatch(w: _Worker) -> None:
-            task = schedule.next(w) if schedule is not None and error is None else None
-            if error is not None:
-                w.send({"abort": True}, "finishing")
-            elif task is None:
-                w.send({"finish": True}, "finishing")
-            else:
-                w.send({"task": task}, "working")
-
-        while any(w.state not in ("idle", "dead") for w in workers):
-            try:
-                w, msg = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise ReportError(f"{p}: reading it took longer than {timeout_s:.0f} s and was stopped; the report "
-                                  "may be damaged (or very large: raise the time limit)") from None
-            i = index.get(id(w))
-            if i is None:
-                continue  # a reader stopped during an earlier load
-            if msg is None:
-                w.state = "dead"
-                error = error or "a reader died"
-            elif "warmed" in msg:  # the early warm-up (prestart) is done; nothing to hand out
-                w.code_warm |= bool(msg["warmed"])
-            elif "opened" in msg:
-                w.state = "opened"
-                total, w.code_warm = msg["opened"]["launches"], msg["opened"]["warm"]
-                w.listed = bool(msg["opened"].get("listed"))
-            elif "did" in msg:
-                _, part, label = msg["did"]
-                w.code_warm |= part != METRICS
-                if part != CODE:
-                    done += 1
-                    if progress is not None:
-                        progress(done, total, f"{p.name}: {label}")
-                dispatch(w)
-            elif "error" in msg:  # the reader dropped the report and is idle again
-                w.state = "idle"
-                error = error or msg["error"]
-            else:
-                w.state = "idle"
-                metas[i] = msg["done"]
-                w.retire = (metas[i] or {}).get("rss", 0) > READER_MAX_RSS
-            # Hand out work once every reader has the report open (or failed to).
-            if schedule is None and not any(r.state == "opening" for r in workers):
-                opened = [r for r in workers if r.state == "opened"]
-                if opened:
-                    schedule = _Schedule(total, opened, workers[0])
-                    for r in opened:
-                        dispatch(r)
-
-        for w in workers:
-            if w.state == "dead":
-                rc = w.proc.wait()
-                if rc < 0:
-                    raise ReportError(f"{p}: ncu_report crashed ({_signal_name(-rc)}) while reading it: the report "
-                                      "is damaged; collect it again, or check it by opening it in Nsight Compute")
-                # Not a damaged report (those are answered with an "error"): a bug.
-                raise RuntimeError(f"report reader for {p} exited with status {rc}:\n{w.stderr_tail()}")
-        if error is not None:
-            raise ReportError(error)
-        return metas  # type: ignore[return-value]
-
-    def close(self) -> None:
-        with self.lock:
-            for w in self.idle:
-                # An idle reader holds nothing unsaved: killing it spares the ~0.1 s its
-                # interpreter and ncu_report take to tear down, at the end of every command.
-                w.stop(kill=True)
-            self.idle = []
-            if self.dir is not None:
-                shutil.rmtree(self.dir, ignore_errors=True)
-                self.dir = None
-
-
-_POOLS: dict[int, _ReaderPool] = {}
-
-
-def _pool() -> _ReaderPool:
-    # By process id: a forked copy of this process must not talk to its parent's readers.
-    return _POOLS.setdefault(os.getpid(), _ReaderPool())
-
-
-def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
 
 
 def _staged_tables(out: Path, readers: int) -> dict[str, pa.Table]:

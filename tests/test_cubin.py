@@ -15,7 +15,8 @@ import pytest
 
 from wsperf.collectors import cubin
 from wsperf.collectors.files import find_binary
-from wsperf.collectors.ncu import _pool, load_report
+from wsperf.collectors.ncu import load_report
+from wsperf.collectors.readers import pool
 from wsperf.collectors.store import open_store
 
 REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
@@ -88,14 +89,14 @@ def _text_of(module: cubin.Cubin, name: str) -> bytes:
 def load_fresh(path: Path) -> list[tuple]:
     """The sass rows of `path` loaded into a new store by new reader processes (a reader
     keeps what it disassembled for its lifetime; these are to read the cache)."""
-    _pool().close()
+    pool().close()
     con = open_store(None)
     try:
         load_report(con, path)
         return sass_rows(con)
     finally:
         con.close()
-        _pool().close()
+        pool().close()
 
 
 def sass_rows(con) -> list[tuple]:

@@ -16,7 +16,7 @@ import pyarrow
 import pytest
 
 from support import REPORTS, assert_one_error_line, wsperf
-from wsperf.collectors import ncu, prestart
+from wsperf.collectors import ncu, prestart, readers
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.ncu_reader import _pyarrow_major
 from wsperf.collectors.store import open_store
@@ -49,7 +49,7 @@ def test_nothing_starts_for_what_is_not_a_report(tmp_path):
 
 
 def test_the_load_takes_the_warmed_readers():
-    pool = ncu._pool()
+    pool = readers.pool()
     pool.close()  # no idle reader of an earlier test
     spawned = pool.spawned
     assert prestart.start_for("analyze", [str(REPORT)]) >= 1
@@ -126,7 +126,7 @@ def _rows(con) -> dict[str, int]:
 @pytest.mark.skipif(prestart.reader_count(REPORT.stat().st_size) != 1,
                     reason="the report is read by one reader only where nvdisasm lists its code")
 def test_a_small_report_is_read_whole_before_the_load_asks_and_stored_once(monkeypatch, tmp_path):
-    pool = ncu._pool()
+    pool = readers.pool()
     pool.close()
     plain = open_store(None)
     load_reports(plain, [REPORT])  # no reader started early: the reference
@@ -163,7 +163,7 @@ def test_a_small_report_is_read_whole_before_the_load_asks_and_stored_once(monke
 def test_a_prefetch_read_otherwise_than_the_load_asks_is_read_again(args, units):
     # prestart guesses from the command line whether the load wants the metrics' units
     # (only into a --db store); when the command asks otherwise, it gets what it asked for.
-    pool = ncu._pool()
+    pool = readers.pool()
     pool.close()
     assert prestart.needs_units("analyze", [str(REPORT), *args]) is not units
     assert prestart.start_for("analyze", [str(REPORT), *args]) == 1
