@@ -251,6 +251,13 @@ class Disassembly:
             self._proc.kill()
 
 
+def split_sass(text: str) -> tuple[str | None, str | None]:
+    """('@!P0', 'SYNCS.PHASECHK.TRANS64.TRYWAIT') from '@!P0 SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ+0x8], R2 ;'."""
+    parts = text.split()
+    guard = parts.pop(0) if parts and parts[0].startswith("@") else None
+    return guard, parts[0].rstrip(";") if parts else None
+
+
 def parse(out: str) -> Listing:
     """nvdisasm -c output -> {function: {offset: text}}, labels resolved within each function."""
     funcs: dict[str, list[tuple[int, str]]] = {}

@@ -31,7 +31,7 @@ import duckdb
 
 from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.files import GiB, find_binary, input_stat, read_input
-from wsperf.collectors.ncu_reader import _split_sass
+from wsperf.collectors.cubin import split_sass
 from wsperf.collectors.store import transaction
 
 TOOL_TIMEOUT_S = 120.0  # cuobjdump on a large library takes seconds; more is a hang
@@ -196,7 +196,7 @@ def parse_sass(text: str) -> dict[str, dict[str, Kernel]]:
                 out[arch][cur.mangled] = cur
         elif cur is not None and (m := _INSTR.match(ln)):
             text_ = " ".join(m.group(2).split())
-            guard, full = _split_sass(text_)
+            guard, full = split_sass(text_)
             cur.instructions.append(Instruction(int(m.group(1), 16), full.split(".", 1)[0] if full else None,
                                                 full, guard, text_))
     return {a: ks for a, ks in out.items() if ks}

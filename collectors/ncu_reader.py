@@ -647,7 +647,7 @@ class _Reader:
             known = listing.get(pc - base) if listing is not None else None
             # What nvdisasm did not list (or a launch it cannot place) is ncu_report's to say.
             text = cubin.as_ncu(known, base) if known is not None else action.sass_by_pc(pc) or ""
-            guard, full = _split_sass(text)
+            guard, full = cubin.split_sass(text)
             info = action.source_info(pc)
             rows.append({"launch_idx": idx, "pc": pc, "opcode": full.split(".", 1)[0] if full else None,
                          "opcode_full": full, "guard": guard, "sass": text or None,
@@ -747,13 +747,6 @@ def _anchor(fstarts: list[int], inst_executed_pcs: Iterable[int]) -> int | None:
 
 def _is_code(ids: list, anchor: int | None) -> bool:
     return anchor is not None and bool(ids) and anchor <= min(ids) and max(ids) - anchor < MAX_CODE_BYTES
-
-
-def _split_sass(text: str) -> tuple[str | None, str | None]:
-    """('@!P0', 'SYNCS.PHASECHK.TRANS64.TRYWAIT') from '@!P0 SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ+0x8], R2 ;'."""
-    parts = text.split()
-    guard = parts.pop(0) if parts and parts[0].startswith("@") else None
-    return guard, parts[0].rstrip(";") if parts else None
 
 
 def _number(v: Any) -> float | None:
