@@ -83,6 +83,18 @@ def test_charts_are_altair_and_render(session):
         assert c.to_dict()["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
 
 
+def test_charts_display_offline_with_the_inline_template(session):
+    # A cluster's Jupyter without internet: Altair's default HTML loads Vega from a CDN;
+    # the inline template (vl-convert-python, a wsperf dependency) puts it in the page.
+    chart = next(iter(session.charts().values()))
+    with alt.renderers.enable("html", template="inline"):
+        bundle = chart._repr_mimebundle_()
+    page = (bundle[0] if isinstance(bundle, tuple) else bundle)["text/html"]
+    assert "vegaEmbed" in page and '<script src="http' not in page and "cdn.jsdelivr" not in page
+    default = chart._repr_mimebundle_()
+    assert "cdn.jsdelivr" in (default[0] if isinstance(default, tuple) else default)["text/html"]
+
+
 def test_a_cell_shows_the_html_reports_summary(session):
     frag = session._repr_html_()
     page = html.analysis_page(list(session.results), with_charts=False)
