@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import duckdb
 
-from wsperf.analyses.hypotheses import Finding, Status, evaluate
+from wsperf.analyses.hypotheses import Finding, Status, aggregate_reason, evaluate
 from wsperf.analyses.roles import build_roles
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.analyses.summary import LaunchSummary, summarize
@@ -126,6 +126,8 @@ class KernelAnalysis:
         on). A launch whose every verdict is no_data is never reported as good."""
         if self.outcome is Outcome.confirmed:
             return "confirmed: " + ", ".join(f.id for f in self.findings if f.status is Status.confirmed)
+        if self.outcome is Outcome.no_data and not self.summary.is_kernel:
+            return "no verdict: " + aggregate_reason(self.summary.workload or "")
         if self.outcome is Outcome.no_data:
             return "no verdict: the report lacks the data every hypothesis needs (collect with --set full)"
         return "no hypothesis confirmed"
@@ -235,9 +237,13 @@ def analyze(
         "SELECT launch_id, warp_specialized, basis FROM warp_specialization WHERE list_contains($ids, launch_id)",
         {"ids": ids}).fetchall()}
     util = _utilization(con, ids)
+    # Roles and warp specialization are a kernel's: a range or graph result mixes the code
+    # of several (its verdicts say so: hypotheses.aggregate_reason).
     return [
         KernelAnalysis(s, ws.get(s.launch_id, (None, None))[0], tuple(roles.get(s.launch_id, [])),
                        verdicts[s.launch_id].findings, tuple(util.get(s.launch_id, [])),
                        ws.get(s.launch_id, (None, None))[1])
+        if s.is_kernel else
+        KernelAnalysis(s, None, (), verdicts[s.launch_id].findings, tuple(util.get(s.launch_id, [])), None)
         for s in summaries
     ]

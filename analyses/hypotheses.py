@@ -46,6 +46,25 @@ WORKERS = 2  # connections that run the hypotheses at once (evaluate)
 # What a user can ask to be present (`--expect`): each maps to the families that meet it.
 EXPECTATIONS = ("tma", "tensor-core", "wgmma", "tcgen05", "setmaxnreg", "warp-specialized")
 
+# A result that is not one kernel launch (launches.workload_type) adds up the work of
+# several kernels: its counters, PC samples, SASS and launch statistics mix them, so no
+# hypothesis about a kernel applies (measured on fixtures/reports/range_workload and
+# graph_workload: four kernels in one result each, which the hypotheses read as one
+# kernel with too few CTAs and serialized roles). How each kind is collected, and how
+# to collect the kernels one at a time instead:
+_AGGREGATES = {
+    "range": ("ncu --replay-mode range or app-range", "kernel replay, ncu's default"),
+    "graph": ("ncu --graph-profiling graph", "--graph-profiling node, the default"),
+    "cmdlist": ("a command list profiled whole", "kernel replay, ncu's default"),
+}
+
+
+def aggregate_reason(workload: str) -> str:
+    """Why a `workload` result (not 'kernel') gets no verdict, and what to do instead."""
+    how, instead = _AGGREGATES.get(workload, ("not a single kernel launch", "kernel replay, ncu's default"))
+    return (f"a {workload} result ({how}) adds up the work of several kernels: no verdict about one kernel; "
+            f"profile the kernels one at a time ({instead})")
+
 
 class Status(str, enum.Enum):
     """A verdict: the evidence confirms or rejects the hypothesis, or is missing."""
@@ -220,6 +239,12 @@ def evaluate(
         for lid, f in found[h.id]:
             if lid in by_launch:
                 by_launch[lid].append(f)
+    for lid, workload in con.execute(
+            "SELECT launch_id, workload_type FROM launches WHERE list_contains($ids, launch_id) "
+            "AND workload_type IS NOT NULL AND workload_type <> 'kernel'", {"ids": ids}).fetchall():
+        reason = aggregate_reason(workload)
+        by_launch[lid] = [Finding(f.id, Status.no_data, reason, {"workload": workload}, f.remedy)
+                          for f in by_launch[lid]]
     return {lid: Verdicts(lid, tuple(fs)) for lid, fs in by_launch.items()}
 
 

@@ -95,6 +95,15 @@ class LaunchSummary:
     duration_ns: float | None
     families: Families
     ncu_rules: tuple[NcuRule, ...] = field(default=())
+    # What the result is (launches.workload_type): 'kernel', or a result that adds up the
+    # work of several kernels: 'range' (ncu --replay-mode range / app-range), 'graph'
+    # (--graph-profiling graph), 'cmdlist'. None: the reader could not say (a kernel).
+    workload: str | None = None
+
+    @property
+    def is_kernel(self) -> bool:
+        """One kernel launch (not a range, graph or command list of several)."""
+        return self.workload in (None, "kernel")
 
 
 def finite(v: Any) -> Any:
@@ -151,6 +160,7 @@ def summarize(con: duckdb.DuckDBPyConnection, kernel: str | None = None,
             duration_ns=l["duration_ns"],
             families=Families.from_counts(fam.get(l["launch_id"], []), known=bool(l["has_instruction_data"])),
             ncu_rules=tuple(rules.get(l["launch_id"], [])),
+            workload=l["workload_type"],
         )
         for l in launches
     ]

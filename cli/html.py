@@ -20,7 +20,7 @@ from wsperf.analyses.analyze import KernelAnalysis
 from wsperf.analyses.compare import CompareResult, KernelComparison
 from wsperf.cli import charts as ch
 from wsperf.cli.compare import value as figure_value
-from wsperf.cli.render import dims, duration, ncu_text, plain, regs_smem, ws_text
+from wsperf.cli.render import dims, duration, ncu_text, plain, regs_smem, workload_text, ws_text
 from wsperf.collectors.files import check_output, write_output
 
 _CSS = """
@@ -98,9 +98,10 @@ def _summary(a: KernelAnalysis) -> str:
     s, f = a.summary, a.summary.families
     cluster = dims(s.cluster) if any(v > 1 for v in s.cluster) else "none"
     rows: list[tuple[str, object]] = [
-        ("kernel", s.demangled), ("report", s.report), ("device", f"{s.device or 'unknown'} ({s.arch or '?'})"),
-        ("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {cluster}"),
-        ("registers / smem", regs_smem(s)),
+        ("kernel", s.demangled) if s.is_kernel else ("workload", workload_text(s)), ("report", s.report),
+        ("device", f"{s.device or 'unknown'} ({s.arch or '?'})"),
+        *([("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {cluster}"),
+           ("registers / smem", regs_smem(s))] if s.is_kernel else []),
         ("duration", duration(s.duration_ns)),
     ]
     if f.known:

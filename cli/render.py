@@ -119,11 +119,15 @@ def _summary_table(s: LaunchSummary, ws: str) -> Table:
               show_header=False, title_justify="left", box=None, pad_edge=False)
     t.add_column(style="cyan", no_wrap=True)
     t.add_column()
-    t.add_row("kernel", plain(fold_name(s.demangled)))
+    if s.is_kernel:
+        t.add_row("kernel", plain(fold_name(s.demangled)))
+    else:
+        t.add_row("workload", plain(workload_text(s)))
     t.add_row("report", plain(s.report))
     t.add_row("device", plain(f"{s.device or 'unknown'} ({s.arch or '?'})"))
-    t.add_row("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {_cluster(s)}")
-    t.add_row("registers / smem", regs_smem(s))
+    if s.is_kernel:  # several kernels have no one launch shape
+        t.add_row("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {_cluster(s)}")
+        t.add_row("registers / smem", regs_smem(s))
     t.add_row("duration", duration(s.duration_ns))
     for k, v in _families_line(s):
         t.add_row(k, v)
@@ -168,8 +172,15 @@ def regs_smem(s: LaunchSummary) -> str:
             f"{_num(s.dynamic_smem_bytes)} B dynamic")
 
 
+def workload_text(s: LaunchSummary) -> str:
+    """What a result that is not one kernel launch is (a range, a graph, ...)."""
+    return f"{s.workload} result: the work of several kernels, profiled as one"
+
+
 def ws_text(a: KernelAnalysis) -> str:
     """warp-specialized yes/no/unknown, saying when it rests on the code alone."""
+    if not a.summary.is_kernel:
+        return "n/a (several kernels)"
     if a.warp_specialized is not None and a.warp_specialized_basis == "static":
         return _yes(a.warp_specialized) + (" (static: producer and consumer code paths in the SASS)"
                                            if a.warp_specialized else " (static: one code path holds the work)")
@@ -255,7 +266,8 @@ def same_as_line(first: KernelAnalysis, others: tuple[KernelAnalysis, ...]) -> s
     else:
         unknown = f", {len(ns) - len(known)} n/a" if len(known) < len(ns) else ""
         durs = f"durations {duration(min(known))} to {duration(max(known))}{unknown}"
-    return (f"launch{'es' if len(others) > 1 else ''} {ids}: the same kernel, launch shape and verdicts as "
+    same = "kernel, launch shape" if first.summary.is_kernel else f"{first.summary.workload}"
+    return (f"launch{'es' if len(others) > 1 else ''} {ids}: the same {same} and verdicts as "
             f"launch {first.summary.launch_id} ({durs})")
 
 
@@ -305,6 +317,7 @@ def analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
         "name": s.name,
         "demangled": s.demangled,
         "mangled": s.mangled,
+        "workload": s.workload,
         "arch": s.arch,
         "device": s.device,
         "grid": list(s.grid),
@@ -339,7 +352,8 @@ def analyses_markdown(analyses: list[KernelAnalysis]) -> str:
         confirmed = md(a.headline())
         report = f"{md(s.report.rsplit('/', 1)[-1])} | " if several else ""
         out.append(
-            f"| {s.launch_id} | {report}{md(s.name)} | {dims(s.grid)} / {dims(s.block)} / {_cluster(s)} | "
+            f"| {s.launch_id} | {report}{md(s.name if s.is_kernel else workload_text(s))} | "
+            f"{f'{dims(s.grid)} / {dims(s.block)} / {_cluster(s)}' if s.is_kernel else 'n/a'} | "
             f"{duration(s.duration_ns)} | {f.tensor} | {_copies(f)} | {md(ws_text(a))} | {confirmed} |"
         )
     for a, same in group_identical(analyses):

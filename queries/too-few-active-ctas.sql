@@ -61,7 +61,7 @@ v AS (
             WHEN l.occupancy_limit_registers THEN 'registers'
             WHEN l.occupancy_limit_warps THEN 'warps'
             WHEN l.occupancy_limit_barriers THEN 'barriers'
-            ELSE 'CTA slots'
+            -- none known (no Occupancy section): no limiter to name
         END AS occupancy_limiter
     FROM launches AS l
     LEFT JOIN m USING (launch_id)
@@ -85,12 +85,11 @@ SELECT
                    CASE WHEN cluster_size > 1 THEN printf(' (%d clusters of %d)', clusters, cluster_size) ELSE '' END,
                    sm_count, sm_count - grid_size)
         WHEN sm_active < $min_sm_active THEN
-            printf('SMs had work %.0f%% of the time with %d CTAs, %.2f waves (limiter: %s, %d CTAs/SM)',
-                   100 * sm_active, grid_size, waves_per_sm, occupancy_limiter, ctas_per_sm)
+            printf('SMs had work %.0f%% of the time with %d CTAs, %s', 100 * sm_active, grid_size, waves)
         WHEN sm_active IS NULL THEN
             'no SM activity counters in the report: collect --section SpeedOfLight (or --set full)'
-        ELSE printf('SMs had work %.0f%% of the time: %d CTAs over %d SMs, %.2f waves at %d CTAs/SM (%s)',
-                    100 * sm_active, grid_size, sm_count, waves_per_sm, ctas_per_sm, occupancy_limiter)
+        ELSE printf('SMs had work %.0f%% of the time: %d CTAs over %d SMs, %s',
+                    100 * sm_active, grid_size, sm_count, waves_at)
     END AS summary,
     grid_size,
     cluster_size,
@@ -101,4 +100,15 @@ SELECT
     round(waves_per_sm, 3) AS waves_per_sm,
     round(sm_active, 4) AS sm_active,
     CASE WHEN grid_size < sm_count THEN 'grid' ELSE occupancy_limiter END AS limiter
-FROM v
+FROM (
+    -- The waves and the limiter where the report has the occupancy figures; said missing
+    -- where it does not (a summary is never NULL).
+    SELECT *,
+           CASE WHEN ctas_per_sm IS NULL OR waves_per_sm IS NULL THEN no_occupancy
+                ELSE printf('%.2f waves (limiter: %s, %d CTAs/SM)', waves_per_sm, coalesce(occupancy_limiter, 'unknown'),
+                            ctas_per_sm) END AS waves,
+           CASE WHEN ctas_per_sm IS NULL OR waves_per_sm IS NULL THEN no_occupancy
+                ELSE printf('%.2f waves at %d CTAs/SM (%s)', waves_per_sm, ctas_per_sm,
+                            coalesce(occupancy_limiter, 'unknown')) END AS waves_at
+    FROM v, (SELECT 'no occupancy figures for waves and limiter (collect --section Occupancy)' AS no_occupancy)
+) AS v

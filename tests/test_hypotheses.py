@@ -17,6 +17,9 @@ from wsperf.collectors.store import open_store, transaction
 from wsperf.collectors.timeline import load_timeline
 from wsperf.queries import query_names, read_query
 
+from support import REPORTS, kernels
+from support import wsperf as run_cli
+
 CASES = Path(__file__).parent / "cases"
 # Role timelines (fixtures/collect_timeline.sh); a case with `timeline:` runs on its own store.
 TIMELINES = Path(__file__).resolve().parents[1] / "fixtures" / "timeline"
@@ -127,6 +130,62 @@ def test_a_hand_copy_producer_is_found_past_the_compilers_constant_moves():
     (lid,) = [x for (x,) in con.execute("SELECT launch_id FROM launches").fetchall()]
     pb = next(f for f in evaluate(con, [lid]).get(lid).findings if f.id == "producer-bound")
     assert pb.status is Status.rejected and pb.evidence["producer_wait_share"] > 0.7, (pb.summary, pb.evidence)
+
+
+def _raw_findings(con, ids: list[int]) -> dict[str, list]:
+    """Every hypothesis's own SQL over `ids`, before evaluate's rules: {id: [(launch, Finding)]}."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {hypotheses.IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
+                {"ids": ids})
+    present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    return {h.id: hypotheses._findings(con, h, {k: v for k, v in {**h.thresholds, "expect": []}.items()
+                                                 if k in h.params}, present)
+            for h in catalogue() if set(h.requires) <= present}
+
+
+def test_every_finding_says_what_it_rests_on(analyzed):
+    # Every verdict of every hypothesis's own SQL, on every fixture launch, has a summary:
+    # too-few-active-ctas once printed NULL (shown as "None") where a report had no
+    # Occupancy section (graph_workload: ncu has no occupancy figures for a graph).
+    ids = [r[0] for r in analyzed.execute("SELECT launch_id FROM launches").fetchall()]
+    empty = [(hid, lid, f.status.value) for hid, rows in _raw_findings(analyzed, ids).items()
+             for lid, f in rows if not f.summary]
+    assert not empty
+
+
+def test_a_range_or_graph_result_gets_no_verdict_about_one_kernel(analyzed):
+    """range_workload and graph_workload (fixtures/collect_workloads.sh): four launches of
+    two kernels profiled as one result (ncu --replay-mode range; --graph-profiling graph).
+    Read as one kernel, the hypotheses' SQL confirms serialized-roles and too-few-active-
+    ctas on them; evaluate gives every hypothesis no_data, saying how to profile the
+    kernels one at a time."""
+    rows = analyzed.execute(
+        r"""SELECT launch_id, workload_type FROM launches JOIN reports USING (report_id)
+           WHERE regexp_matches(path, '/(range|graph)_workload\.ncu-rep$') ORDER BY launch_id""").fetchall()
+    assert sorted(w for _, w in rows) == ["graph", "graph", "range"]
+    ids = [lid for lid, _ in rows]
+    raw = _raw_findings(analyzed, ids)
+    assert {lid for lid, f in raw["serialized-roles"] if f.status is Status.confirmed} == set(ids)
+    verdicts = evaluate(analyzed, ids)
+    for lid, workload in rows:
+        findings = verdicts[lid].findings
+        assert {f.id for f in findings} == set(raw) | {"pipeline-bubbles"}
+        for f in findings:
+            assert f.status is Status.no_data and f.evidence == {"workload": workload}, (f.id, f.summary)
+            assert f"a {workload} result" in f.summary and "one at a time" in f.summary
+    # A kernel beside them in the same call keeps its verdicts.
+    (ws,) = [r[0] for r in analyzed.execute(
+        "SELECT launch_id FROM launches JOIN reports USING (report_id) WHERE path LIKE '%/gemm_ffma.ncu-rep'").fetchall()]
+    assert [f.id for f in evaluate(analyzed, [ws, *ids])[ws].confirmed()] == ["missing-specialized-instructions"]
+
+
+def test_the_cli_says_what_a_graph_result_is():
+    (first, second) = kernels(REPORTS / "graph_workload.ncu-rep")
+    for k in (first, second):
+        assert k["workload"] == "graph" and k["outcome"] == "no_data" and k["roles"] == []
+        assert k["warp_specialized"] is None and "--graph-profiling node" in k["headline"]
+    text = run_cli("analyze", REPORTS / "graph_workload.ncu-rep").stdout
+    assert "graph result: the work of several kernels" in text and "grid / block" not in text
+    assert "warp-specialized  n/a (several kernels)" in text
 
 
 def _table(verdicts) -> dict:

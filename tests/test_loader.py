@@ -148,7 +148,9 @@ def test_launch_shape_equals_the_launch_metrics(store, ncu_actions, report):
                              "FROM launches WHERE launch_id = ?", [launch_id]).fetchall()
         metrics = [f"launch__{what}_dim_{axis}" for what in ("grid", "block", "cluster") for axis in "xyz"]
         metrics += ["launch__registers_per_thread", "launch__shared_mem_per_block_dynamic"]
-        assert list(row[:-1]) == [a.metric_by_name(m).value() for m in metrics]
+        # a metric the result lacks (a graph result has no cluster dims) is NULL
+        assert list(row[:-1]) == [None if a.metric_by_name(m) is None else a.metric_by_name(m).value()
+                                  for m in metrics]
         duration = a.metric_by_name("gpu__time_duration.sum")
         assert duration.unit() == "ns" and row[-1] == duration.value()
 
@@ -207,15 +209,17 @@ def test_sass_rows_are_the_instructions_ncu_report_disassembles(store, ncu_actio
     for launch_id, a in launches(con, report, results, ncu_actions):
         rows = con.execute("SELECT pc, sass, opcode, opcode_full, guard, inst_executed, pcsamp_samples, source_file, "
                            "source_line FROM sass WHERE launch_id = ? ORDER BY pc", [launch_id]).fetchall()
-        ie = a.metric_by_name("inst_executed")
-        if ie is None or not ie.num_instances():
+        # Per-PC counters: instructions executed and PC samples. A graph result has
+        # samples without instruction counts (graph_workload).
+        per_pc = {}
+        for name in ("inst_executed", "smsp__pcsamp_sample_count"):
+            m = a.metric_by_name(name)
+            ids = m.correlation_ids() if m is not None and m.num_instances() else None
+            per_pc[name] = {ids.value(j): m.value(j) for j in range(m.num_instances())} if ids is not None else {}
+        executed, sampled = per_pc["inst_executed"], per_pc["smsp__pcsamp_sample_count"]
+        if not executed and not sampled:
             assert rows == []
             continue
-        ids = ie.correlation_ids()
-        executed = {ids.value(j): ie.value(j) for j in range(ie.num_instances())}
-        samples = a.metric_by_name("smsp__pcsamp_sample_count")
-        sample_ids = samples.correlation_ids()
-        sampled = {sample_ids.value(j): samples.value(j) for j in range(samples.num_instances())}
         assert set(executed) | set(sampled) <= {r[0] for r in rows}
         # The text, for every PC: nvdisasm's (collectors/cubin.py) is ncu_report's but for
         # what differs between the disassemblers' versions.
@@ -223,7 +227,7 @@ def test_sass_rows_are_the_instructions_ncu_report_disassembles(store, ncu_actio
             theirs = a.sass_by_pc(pc)
             assert text == theirs or instruction(text) == instruction(theirs), (pc, text, theirs)
         for pc, text, opcode, full, guard, n, s, file, line in [rows[0], rows[-1], *pick.sample(rows, min(25, len(rows)))]:
-            assert (n, s) == (executed.get(pc, 0), sampled.get(pc, 0))
+            assert (n, s) == (executed.get(pc, 0 if executed else None), sampled.get(pc, 0))
             info = a.source_info(pc)
             assert (file, line) == ((info.file_name(), info.line()) if info is not None else (None, None))
             tokens = text.split()
