@@ -99,8 +99,8 @@ class KernelAnalysis:
     def look_next(self) -> list[str]:
         """When nothing is confirmed: what was ruled out, what had no data, and where to
         look next from the speed-of-light figures. Empty when something is confirmed."""
-        if self.outcome is Outcome.confirmed:
-            return []
+        if self.outcome is Outcome.confirmed or not self.summary.is_kernel:
+            return []  # a range or graph result: the headline says what to do instead
         out = []
         ruled = [f.id for f in self.findings if f.status is Status.rejected]
         missing = [f.id for f in self.findings if f.status is Status.no_data]

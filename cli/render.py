@@ -278,7 +278,8 @@ def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:
             console.print(Text(same_as_line(a, same), style="bold"))
         if a.roles:
             console.print(_roles_table(a))
-        console.print(_findings_table(a))
+        if a.summary.is_kernel:  # else every row would repeat the headline's reason
+            console.print(_findings_table(a))
         console.print(Text(a.headline(), style=_OUTCOME_STYLE[a.outcome.value]))
         for line in a.look_next():
             console.print(plain(line))
@@ -359,8 +360,11 @@ def analyses_markdown(analyses: list[KernelAnalysis]) -> str:
     for a, same in group_identical(analyses):
         out += ["", f"### launch {a.summary.launch_id}: {md(a.summary.name)}", ""]
         out += [f"*{md(same_as_line(a, same))}*", ""] if same else []
-        out += ["| hypothesis | verdict | evidence |", "| --- | --- | --- |"]
-        out += [f"| {f.id} | **{f.status.value}** | {md(f.summary)} |" for f in a.findings]
+        if a.summary.is_kernel:  # else every row would repeat the headline's reason
+            out += ["| hypothesis | verdict | evidence |", "| --- | --- | --- |"]
+            out += [f"| {f.id} | **{f.status.value}** | {md(f.summary)} |" for f in a.findings]
+        else:
+            out += [md(a.headline())]
         out += ["", *[f"- {md(line)}" for line in a.look_next()]] if a.look_next() else []
         rules = ncu_rule_lines(a.summary)
         out += ["", "Nsight Compute's rules:", "", *[f"- {md(line)}" for line in rules]] if rules else []

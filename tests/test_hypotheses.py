@@ -186,6 +186,8 @@ def test_the_cli_says_what_a_graph_result_is():
     text = run_cli("analyze", REPORTS / "graph_workload.ncu-rep").stdout
     assert "graph result: the work of several kernels" in text and "grid / block" not in text
     assert "warp-specialized  n/a (several kernels)" in text
+    # the reason once per result, not once per hypothesis; no roles to look at next
+    assert text.count("adds up the work of several kernels") == 1 and "look next" not in text
 
 
 def _table(verdicts) -> dict:
