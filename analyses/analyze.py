@@ -232,18 +232,17 @@ def analyze(
     if not ids:
         return []
     verdicts = evaluate(con, ids, expect=expect, thresholds=thresholds)
-    roles = _roles(con, ids)
-    ws = {lid: (w, basis) for lid, w, basis in con.execute(
-        "SELECT launch_id, warp_specialized, basis FROM warp_specialization WHERE list_contains($ids, launch_id)",
-        {"ids": ids}).fetchall()}
-    util = _utilization(con, ids)
     # Roles and warp specialization are a kernel's: a range or graph result mixes the code
     # of several (its verdicts say so: hypotheses.aggregate_reason).
+    kernels = [s.launch_id for s in summaries if s.is_kernel]
+    roles = _roles(con, kernels)
+    ws = {lid: (w, basis) for lid, w, basis in con.execute(
+        "SELECT launch_id, warp_specialized, basis FROM warp_specialization WHERE list_contains($ids, launch_id)",
+        {"ids": kernels}).fetchall()}
+    util = _utilization(con, ids)
     return [
         KernelAnalysis(s, ws.get(s.launch_id, (None, None))[0], tuple(roles.get(s.launch_id, [])),
                        verdicts[s.launch_id].findings, tuple(util.get(s.launch_id, [])),
                        ws.get(s.launch_id, (None, None))[1])
-        if s.is_kernel else
-        KernelAnalysis(s, None, (), verdicts[s.launch_id].findings, tuple(util.get(s.launch_id, [])), None)
         for s in summaries
     ]

@@ -217,6 +217,11 @@ def evaluate(
     expect = check_expectations(expect)
     overrides = thresholds or {}
     ids = sorted(set(launch_ids))
+    # Results that are not one kernel launch get no hypothesis run on them (aggregate_reason).
+    aggregates = dict(con.execute(
+        "SELECT launch_id, workload_type FROM launches WHERE list_contains($ids, launch_id) "
+        "AND workload_type IS NOT NULL AND workload_type <> 'kernel'", {"ids": ids}).fetchall())
+    kernels = [lid for lid in ids if lid not in aggregates]
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     found: dict[str, list[tuple[int, Finding]]] = {}  # by hypothesis: (launch id, finding), in row order
     runnable = []
@@ -224,27 +229,27 @@ def evaluate(
         if set(h.requires) <= present:
             runnable.append(h)
         else:
-            found[h.id] = [(lid, Finding(h.id, Status.no_data, h.missing, {}, h.remedy)) for lid in ids]
+            found[h.id] = [(lid, Finding(h.id, Status.no_data, h.missing, {}, h.remedy)) for lid in kernels]
 
     def run(c: duckdb.DuckDBPyConnection, batch: list[Hypothesis]) -> None:
         c.execute(f"CREATE OR REPLACE TEMP TABLE {IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
-                  {"ids": ids})
+                  {"ids": kernels})
         for h in batch:
             values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
             found[h.id] = _findings(c, h, {k: v for k, v in values.items() if k in h.params}, present)
 
-    _run_spread(con, runnable, run)
+    if kernels:
+        _run_spread(con, runnable, run)
+    else:
+        found.update({h.id: [] for h in runnable})
     by_launch: dict[int, list[Finding]] = {lid: [] for lid in ids}
     for h in catalogue():  # catalogue order, then row order
         for lid, f in found[h.id]:
             if lid in by_launch:
                 by_launch[lid].append(f)
-    for lid, workload in con.execute(
-            "SELECT launch_id, workload_type FROM launches WHERE list_contains($ids, launch_id) "
-            "AND workload_type IS NOT NULL AND workload_type <> 'kernel'", {"ids": ids}).fetchall():
-        reason = aggregate_reason(workload)
-        by_launch[lid] = [Finding(f.id, Status.no_data, reason, {"workload": workload}, f.remedy)
-                          for f in by_launch[lid]]
+        for lid, workload in aggregates.items():
+            by_launch[lid].append(Finding(h.id, Status.no_data, aggregate_reason(workload), {"workload": workload},
+                                          h.remedy))
     return {lid: Verdicts(lid, tuple(fs)) for lid, fs in by_launch.items()}
 
 

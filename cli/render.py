@@ -266,7 +266,7 @@ def same_as_line(first: KernelAnalysis, others: tuple[KernelAnalysis, ...]) -> s
     else:
         unknown = f", {len(ns) - len(known)} n/a" if len(known) < len(ns) else ""
         durs = f"durations {duration(min(known))} to {duration(max(known))}{unknown}"
-    same = "kernel, launch shape" if first.summary.is_kernel else f"{first.summary.workload}"
+    same = "kernel, launch shape" if first.summary.is_kernel else first.summary.workload
     return (f"launch{'es' if len(others) > 1 else ''} {ids}: the same {same} and verdicts as "
             f"launch {first.summary.launch_id} ({durs})")
 
