@@ -22,7 +22,7 @@ from wsperf.cli.gate import handoff, no_profile, with_caveats
 from wsperf.cli.render import OutputFormat
 from wsperf.cli.runs import LOCK_HELP, begin_run, load_run
 from wsperf.collectors.errors import InputError
-from wsperf.collectors.nsys import split_inputs
+from wsperf.collectors.files import split_inputs
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
 
 

@@ -39,7 +39,8 @@ from wsperf.cli.common import check_outputs, emit, err, error_boundary, load_wit
 from wsperf.cli.runs import begin_run
 from wsperf.cli.render import OutputFormat, analyses_json, analyses_markdown, analyses_text, duration, md, plain
 from wsperf.collectors.errors import InputError
-from wsperf.collectors.nsys import is_nsys_input, load_nsys_export, split_inputs
+from wsperf.collectors.files import is_nsys_input, split_inputs
+from wsperf.collectors.nsys import load_nsys_export
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store, transaction
 
 

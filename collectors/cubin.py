@@ -3,11 +3,15 @@
 Why: the disassembly was most of a one-launch `wsperf analyze`. ncu_report's
 `IAction.sass_by_pc` costs ~0.75 s of set-up in every process that calls it, then
 ~0.24 ms a PC (gemm_wgmma_tma, 1,779 PCs: ~1.2 s in all). An .ncu-rep holds each profiled
-module's cubin as a plain ELF; nvdisasm prints all of it in ~0.6 s (most of it its own
-start-up), and it runs in a process of its own, beside the metric reading. What it
-printed is kept in a cache keyed by the cubin's SHA-256 (`cache_dir`), so a kernel seen
-before (a nightly job on unchanged code, a report analyzed again with other options, the
-baseline of a compare) is not disassembled again.
+module's cubin as a plain ELF; nvdisasm lists its functions, in a process of its own,
+beside the metric reading: ~0.35 s of its own start-up, then ~0.04 s per 1,000
+instructions. Only the launched functions are listed (-fun, by their symbols' indices:
+`selection`): a library's module holds dozens of instantiations besides the one that
+ran (sglang's flash-attention module: 20 functions, 2.4 s of nvdisasm for all of them,
+0.4 s for the launched one). What it printed is kept in a cache keyed by the cubin's
+SHA-256 and the function (`cache_dir`), so a kernel seen before (a nightly job on
+unchanged code, a report analyzed again with other options, the baseline of a compare)
+is not disassembled again.
 
 The text reads as `sass_by_pc` gives it: the guard padded to six columns (six spaces
 without one), the instruction without its `;`, branch targets as absolute addresses
@@ -40,8 +44,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -54,7 +58,7 @@ NVDISASM_TIMEOUT_S = 120.0  # a cubin of many large functions takes seconds; mor
 # which `parse` drops: every fixture's cubin parses the same with and without it
 # (tests/test_cubin.py).
 NVDISASM_ARGS = ("-c", "-ndf")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: one file a function (1: a file a cubin)
 
 _FUNC_HEADER = re.compile(r"^\s*\.text\.(\S+):\s*$")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
@@ -71,6 +75,8 @@ class Cubin:
     data: bytes
     sha256: str
     code: dict[str, str]  # mangled function name -> SHA-256 of its .text section
+    symbols: dict[str, int] = field(default_factory=dict)  # mangled function name -> its symbol's index (nvdisasm -fun)
+    offset: int = field(default=-1, compare=False)  # where it starts in the bytes it was found in
 
 
 def find_cubins(blob: bytes) -> list[Cubin]:
@@ -124,7 +130,8 @@ def _cubin_at(blob: bytes, at: int) -> Cubin | None:
         if end > MAX_CUBIN_BYTES or at + end > len(blob):
             return None
         data = blob[at:at + end]
-        return Cubin(data, hashlib.sha256(data).hexdigest(), _function_code(data, sections, shstrndx))
+        code = _function_code(data, sections, shstrndx)
+        return Cubin(data, hashlib.sha256(data).hexdigest(), code, _function_symbols(data, sections, shstrndx, code), at)
     except (struct.error, IndexError, ValueError):
         return None
 
@@ -144,6 +151,33 @@ def _function_code(data: bytes, sections: list[tuple], shstrndx: int) -> dict[st
     return code
 
 
+def _function_symbols(data: bytes, sections: list[tuple], shstrndx: int, code: dict[str, str]) -> dict[str, int]:
+    """Mangled name -> index in the symbol table of the function symbol (STT_FUNC) whose
+    section is `.text.<name>`, for the functions of `code`: what nvdisasm's -fun takes.
+    A function without one is left out (then the whole cubin is disassembled)."""
+    stroff, strsize = sections[shstrndx][4], sections[shstrndx][5]
+    names = data[stroff:stroff + strsize]
+    found: dict[str, int] = {}
+    for _n, typ, _fl, _addr, off, size, link, _info, _al, entsize in sections:
+        if typ != 2 or entsize != 24 or link >= len(sections):  # SHT_SYMTAB, Elf64_Sym
+            continue
+        str_off, str_size = sections[link][4], sections[link][5]
+        strings = data[str_off:str_off + str_size]
+        for k in range(min(size, len(data) - off) // 24):
+            st_name, st_info, _other, shndx, _value, _size = struct.unpack_from("<IBBHQQ", data, off + 24 * k)
+            if st_info & 0xF != 2 or shndx >= len(sections):  # STT_FUNC
+                continue
+            end = strings.find(b"\0", st_name)
+            sec_end = names.find(b"\0", sections[shndx][0])
+            if end < 0 or sec_end < 0:
+                continue
+            name = strings[st_name:end].decode("utf-8", "replace")
+            if name in code and names[sections[shndx][0]:sec_end] == b".text." + strings[st_name:end]:
+                found.setdefault(name, k)
+        break
+    return found
+
+
 # -- nvdisasm -------------------------------------------------------------------------
 
 Listing = dict[str, dict[int, str]]
@@ -151,15 +185,25 @@ Listing = dict[str, dict[int, str]]
 NUL-offset-NUL markers until `as_ncu` places the function}"""
 
 
-def _start(cubin: Cubin, nvdisasm: str, src: Path, done: Callable[[bytes], None],
+def selection(cubin: Cubin, functions: Iterable[str]) -> list[str]:
+    """nvdisasm's arguments beyond NVDISASM_ARGS to list `functions` of `cubin`: -fun with
+    their symbols' indices, or nothing (the whole cubin) when that is all of its functions
+    or one of them has no symbol."""
+    wanted = sorted(set(functions))
+    if set(wanted) >= set(cubin.code) or any(f not in cubin.symbols for f in wanted):
+        return []
+    return ["-fun", ",".join(str(cubin.symbols[f]) for f in wanted)]
+
+
+def _start(cubin: Cubin, functions: list[str], nvdisasm: str, src: Path, done: Callable[[bytes], None],
            timeout_s: float) -> subprocess.Popen | None:
-    """nvdisasm on `cubin` (its bytes written to `src` first), in the background: a thread
-    hands what it printed to `done`, or b"" when it failed or ran out of time, and then
-    removes `src`. None when it cannot start."""
+    """nvdisasm on `functions` of `cubin` (its bytes written to `src` first), in the
+    background: a thread hands what it printed to `done`, or b"" when it failed or ran out
+    of time, and then removes `src`. None when it cannot start."""
     try:
         src.write_bytes(cubin.data)
-        proc = subprocess.Popen([nvdisasm, *NVDISASM_ARGS, str(src)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([nvdisasm, *NVDISASM_ARGS, *selection(cubin, functions), str(src)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except OSError:
         return None
 
@@ -177,13 +221,18 @@ def _start(cubin: Cubin, nvdisasm: str, src: Path, done: Callable[[bytes], None]
     return proc
 
 
-def start_output(cubin: Cubin, nvdisasm: str, out: Path, timeout_s: float = NVDISASM_TIMEOUT_S) -> bool:
-    """Start nvdisasm on `cubin` for another process (`Disassembly(..., ready=out)`): a
-    thread of this one writes `out` once nvdisasm is done, with what it printed, or empty
-    when it failed or ran out of time. False when nothing was started (the listing is in
-    the cache, or nvdisasm cannot run)."""
-    path = _cache_file(cubin.sha256, nvdisasm)
-    if path is not None and path.is_file():
+def uncached(cubin: Cubin, nvdisasm: str, functions: Iterable[str]) -> list[str]:
+    """Those of `functions` (of `cubin`) whose listing by `nvdisasm` is not in the cache."""
+    return sorted(f for f in set(functions) & set(cubin.code) if not _is_cached(cubin.sha256, nvdisasm, f))
+
+
+def start_output(cubin: Cubin, functions: list[str], nvdisasm: str, out: Path,
+                 timeout_s: float = NVDISASM_TIMEOUT_S) -> bool:
+    """Start nvdisasm on `functions` of `cubin` for another process (`Disassembly(...,
+    ready=out)`): a thread of this one writes `out` once nvdisasm is done, with what it
+    printed, or empty when it failed or ran out of time. False when nothing was started
+    (no function to list, or nvdisasm cannot run)."""
+    if not functions:
         return False
 
     def write(text: bytes) -> None:
@@ -194,25 +243,38 @@ def start_output(cubin: Cubin, nvdisasm: str, out: Path, timeout_s: float = NVDI
         except OSError:
             pass
 
-    return _start(cubin, nvdisasm, out.with_suffix(".cubin"), write, timeout_s) is not None
+    return _start(cubin, functions, nvdisasm, out.with_suffix(".cubin"), write, timeout_s) is not None
 
 
 class Disassembly:
-    """nvdisasm on one cubin, running in the background from construction; `listing()`
-    waits for it. With `ready`, another process runs it (`start_output`) and `listing()`
-    waits for that file."""
+    """nvdisasm on some functions of one cubin, running in the background from
+    construction (but for those in the cache); `listing()` waits for it. With `ready`,
+    another process runs it (`start_output`, on the same functions) and `listing()` waits
+    for that file."""
 
-    def __init__(self, cubin: Cubin, nvdisasm: str, timeout_s: float = NVDISASM_TIMEOUT_S,
-                 ready: Path | None = None) -> None:
+    def __init__(self, cubin: Cubin, functions: Iterable[str], nvdisasm: str,
+                 timeout_s: float = NVDISASM_TIMEOUT_S, ready: Path | None = None) -> None:
         self.sha256 = cubin.sha256  # not the cubin: its bytes are nvdisasm's to read, not ours to keep
+        self.functions = sorted(set(functions) & set(cubin.code))
         self.tool = nvdisasm
         self.deadline = time.monotonic() + timeout_s
-        self._result: Listing | None = load_cached(cubin.sha256, nvdisasm)
+        self._result: Listing = {}
         self._ready = ready
         self._printed: list[bytes] = []
         self._done = threading.Event()
         self._proc: subprocess.Popen | None = None
-        if self._result is not None or ready is not None:
+        self._pending = False  # nvdisasm's output is still to be read
+        missing = []
+        for f in self.functions:
+            cached = load_cached(cubin.sha256, nvdisasm, f)
+            if cached is None:
+                missing.append(f)
+            else:
+                self._result[f] = cached
+        if not missing:
+            return
+        self._pending = True
+        if ready is not None:
             return
         tmp = tempfile.mkdtemp(prefix="wsperf-cubin-")
 
@@ -221,17 +283,21 @@ class Disassembly:
             shutil.rmtree(tmp, ignore_errors=True)
             self._done.set()
 
-        self._proc = _start(cubin, nvdisasm, Path(tmp) / "module.cubin", keep, timeout_s)
+        self._proc = _start(cubin, missing, nvdisasm, Path(tmp) / "module.cubin", keep, timeout_s)
         if self._proc is None:
             keep(b"")
 
     def listing(self) -> Listing:
-        """The cubin's functions; empty when nvdisasm failed or ran out of time."""
-        if self._result is None:
+        """The functions listed (of those asked for, and any others nvdisasm printed with
+        them); none when nvdisasm failed or ran out of time."""
+        if self._pending:
+            self._pending = False
             text = self._from_file(self._ready) if self._ready is not None else self._from_thread()
-            self._result = parse(text.decode("utf-8", "replace")) if text else {}
-            if self._result:
-                store_cached(self.sha256, self.tool, self._result)
+            listed = parse(text.decode("utf-8", "replace")) if text else {}
+            for f, insns in listed.items():
+                if f not in self._result:
+                    self._result[f] = insns
+                    store_cached(self.sha256, self.tool, f, insns)
         return self._result
 
     def _from_thread(self) -> bytes:
@@ -315,7 +381,7 @@ def cache_dir() -> Path | None:
         return None
 
 
-def _cache_file(sha256: str, tool: str) -> Path | None:
+def _cache_file(sha256: str, tool: str, function: str) -> Path | None:
     root = cache_dir()
     if root is None:
         return None
@@ -325,34 +391,41 @@ def _cache_file(sha256: str, tool: str) -> Path | None:
         return None
     # The disassembler is part of the key: another nvdisasm may print another text.
     who = hashlib.sha256(f"{os.path.realpath(tool)}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    return root / "sass" / f"{sha256}-{who}.json"
+    fn = hashlib.sha256(function.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return root / "sass" / f"{sha256}-{fn}-{who}.json"
 
 
-def load_cached(sha256: str, tool: str) -> Listing | None:
-    """The listing stored for this cubin and disassembler, or None (absent, unreadable, or
-    damaged: its content digest does not match)."""
-    path = _cache_file(sha256, tool)
+def _is_cached(sha256: str, tool: str, function: str) -> bool:
+    path = _cache_file(sha256, tool, function)
+    return path is not None and path.is_file()
+
+
+def load_cached(sha256: str, tool: str, function: str) -> dict[int, str] | None:
+    """The listing of `function` of this cubin stored for this disassembler, or None
+    (absent, unreadable, or damaged: its content digest or its names do not match)."""
+    path = _cache_file(sha256, tool, function)
     if path is None:
         return None
     try:
         head, body = path.read_bytes().split(b"\n", 1)
         meta = json.loads(head)
-        if meta.get("format") != CACHE_FORMAT or meta.get("cubin") != sha256 \
+        if meta.get("format") != CACHE_FORMAT or meta.get("cubin") != sha256 or meta.get("function") != function \
                 or meta.get("digest") != hashlib.sha256(body).hexdigest():
             return None
-        data = json.loads(body)
-        return {f: {int(off): text for off, text in insns} for f, insns in data.items()}
+        return {int(off): text for off, text in json.loads(body)}
     except (OSError, ValueError, TypeError, AttributeError):
         return None
 
 
-def store_cached(sha256: str, tool: str, listing: Listing) -> None:
-    """Keep `listing` for next time; silently nothing where the cache cannot be written."""
-    path = _cache_file(sha256, tool)
-    if path is None or not listing:
+def store_cached(sha256: str, tool: str, function: str, insns: dict[int, str]) -> None:
+    """Keep the listing of `function` for next time; silently nothing where the cache
+    cannot be written."""
+    path = _cache_file(sha256, tool, function)
+    if path is None or not insns:
         return
-    body = json.dumps({f: sorted(insns.items()) for f, insns in listing.items()}).encode()
-    head = json.dumps({"format": CACHE_FORMAT, "cubin": sha256, "digest": hashlib.sha256(body).hexdigest()}).encode()
+    body = json.dumps(sorted(insns.items())).encode()
+    head = json.dumps({"format": CACHE_FORMAT, "cubin": sha256, "function": function,
+                       "digest": hashlib.sha256(body).hexdigest()}).encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")

@@ -260,3 +260,15 @@ def find_binary(name: str) -> str | None:
             if os.access(cand, os.X_OK):
                 return cand
     return None
+
+
+def is_nsys_input(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` names an Nsight Systems input by its suffix (.sqlite, .sqlite.gz,
+    .nsys-rep, .qdrep, .qdstrm): how commands tell it from an Nsight Compute report."""
+    name = Path(path).name.lower()
+    return name.endswith((".sqlite", ".sqlite.gz", ".nsys-rep", ".qdrep", ".qdstrm"))
+
+
+def split_inputs(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(Nsight Systems exports, the rest) of `paths`, by file name."""
+    return [p for p in paths if is_nsys_input(p)], [p for p in paths if not is_nsys_input(p)]

@@ -15,14 +15,14 @@ Most damage is reported softly (num_ranges() == 0; an action whose name() is Non
 TypeError), but one changed byte in the section headers of the embedded cubin (an
 sh_name far out of range) makes `IAction.sass_by_pc` die with SIGSEGV, every time.
 So reader processes (`python -m wsperf.collectors.ncu_reader --serve`) make every ncu_report
-call, under a time limit, and hand their rows back as Arrow IPC files in a temporary
-directory; a crash, a hang or a damaged result becomes one ReportError and the caller's
+call, under a time limit, and hand their rows back as Parquet files in a temporary
+directory (collectors/staging.py); a crash, a hang or a damaged result becomes one ReportError and the caller's
 process lives on.
 
 Speed: most of the time is ncu_report calls, one per value. Each metric is looked up
 once (metric_by_name), its values are read with the typed accessor for its value kind
 (IMetric.value() rebuilds a dispatch table per call and costs ~3x as much), and rows go
-to DuckDB as whole Arrow tables, never row by row. The disassembly is nvdisasm's, on the
+to DuckDB as whole tables, never row by row. The disassembly is nvdisasm's, on the
 cubins the report embeds, in a process of its own and cached by content
 (collectors/cubin.py); ncu_report's `sass_by_pc` (~0.75 s of set-up per process) serves
 only what nvdisasm cannot place. A report larger than 4 MiB is shared by several readers,
@@ -36,6 +36,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import zlib
@@ -47,15 +48,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.ipc
-
 from wsperf.collectors import prestart
 from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC, reader_count  # importable before pyarrow
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
-from wsperf.collectors.ncu_reader import STAGE_SCHEMAS
 from wsperf.collectors.readers import Progress, pool
+from wsperf.collectors.staging import source
 from wsperf.collectors.store import TABLES, transaction
 
 if TYPE_CHECKING:
@@ -106,7 +104,7 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
                 progress(launches, launches, f"{p.name}: already loaded")
             return LoadResult(report_id, p, digest, launches, True, {t: 0 for t in TABLES})
         metas = pool().read(src, out, _reader_count(size), timeout_s, progress, shown=p, units=units)
-        staged = _staged_tables(out, len(metas))
+        readers = len(metas)
         report = _report_row(p.resolve(), digest, size, metas)
         with transaction(con, f"report {p}"):
             ((report_id, base),) = con.execute(
@@ -115,16 +113,11 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
             con.execute("INSERT INTO reports BY NAME SELECT $report_id AS report_id, "
                         + ", ".join(f"${k} AS {k}" for k in report), {**report, "report_id": report_id})
             rows = {"reports": 1}
-            for stage, arrow in staged.items():
-                con.register(f"_wsperf_{stage}", arrow)
-            try:
-                for table, sql in _INSERTS:
-                    params = {"base": base, "report_id": report_id} if "$report_id" in sql else {"base": base}
-                    ((n,),) = con.execute(sql, params).fetchall()
-                    rows[table] = rows.get(table, 0) + n
-            finally:
-                for stage in staged:
-                    con.unregister(f"_wsperf_{stage}")
+            for table, sql in _INSERTS:
+                params = {"base": base, "report_id": report_id} if "$report_id" in sql else {"base": base}
+                sql = _STAGED.sub(lambda m: source(Path(out), m.group(1), readers), sql)
+                ((n,),) = con.execute(sql, params).fetchall()
+                rows[table] = rows.get(table, 0) + n
     return LoadResult(report_id, p, digest, report["num_launches"], False, rows)
 
 
@@ -140,13 +133,13 @@ def load_reports(con: duckdb.DuckDBPyConnection, paths: Iterable[str | os.PathLi
 # Parent side: check the file, run the readers, stage their tables.
 
 # launch_idx is the action's position in the report (0-based over all ranges); launch
-# ids are allocated inside the transaction, so the readers never see them. Staged table
-# <t> is registered as _wsperf_<t>.
+# ids are allocated inside the transaction, so the readers never see them. _wsperf_<t>
+# stands for staged table <t>, the readers' files of it (collectors/staging.py).
 _INSERTS = (
     ("launches", "INSERT INTO launches BY NAME SELECT * EXCLUDE (launch_idx), launch_idx + $base AS launch_id, "
                  "$report_id AS report_id FROM _wsperf_launches"),
-    # Integer-kinded values are staged exactly (UBIGINT) and become DOUBLE here: Arrow
-    # refuses to convert integers above 2**53 to float64 on the Python side.
+    # Integer-kinded values are staged exactly (UBIGINT) and become DOUBLE here: pyarrow
+    # (in the reader) refuses to convert integers above 2**53 to float64 on the Python side.
     ("metrics", "INSERT INTO metrics BY NAME SELECT * EXCLUDE (launch_idx, v_float, v_int), launch_idx + $base "
                 "AS launch_id, coalesce(v_float, v_int::DOUBLE) AS value_double FROM _wsperf_metrics"),
     # A PC's counters and its disassembly come from different parts of the read.
@@ -171,6 +164,7 @@ _INSERTS = (
 # and REPORT_MAGIC: collectors/prestart.py).
 MAX_GUNZIP_BYTES = 8 << 30  # decompressed, for a .gz report (a decompression bomb is refused)
 GZIP_MAGIC = b"\x1f\x8b"
+_STAGED = re.compile(r"\b_wsperf_(\w+)\b")
 _KIND = "an Nsight Compute report (.ncu-rep or .ncu-rep.gz)"
 _CHUNK = 1 << 20
 
@@ -231,15 +225,6 @@ def _snapshot(p: Path, dest: Path) -> tuple[str, int]:
 
 
 _reader_count = reader_count  # by this name here: tests/test_input_safety.py wraps it
-
-
-def _staged_tables(out: Path, readers: int) -> dict[str, pa.Table]:
-    staged = {}
-    for table in STAGE_SCHEMAS:
-        parts = [pa.ipc.open_file(pa.memory_map(str(out / f"{table}.{i}.arrow"))).read_all() for i in range(readers)]
-        # Rows come in the order readers took launches; ids, not row order, tie them up.
-        staged[table] = pa.concat_tables(parts, promote_options="permissive") if readers > 1 else parts[0]
-    return staged
 
 
 def _report_row(path: Path, digest: str, size: int, metas: list[dict]) -> dict:

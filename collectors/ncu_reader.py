@@ -3,8 +3,8 @@
 Every ncu_report call of wsperf happens here, in a process of its own (collectors/ncu.py
 says why, and runs these processes). A reader opens the report it is told to, reads the
 launch parts it is handed (a launch's metrics, or its code: disassembly, source lines and
-ncu's rule results) into staging columns, and writes them out as Arrow IPC files, one per
-staged table, for the parent to insert. The JSON-lines protocol is in `_serve`.
+ncu's rule results) into staging columns, and writes them out as Parquet files, one per
+staged table, for the parent to insert (collectors/staging.py). The JSON-lines protocol is in `_serve`.
 """
 
 from __future__ import annotations
@@ -58,11 +58,12 @@ if __name__ == "__main__":
     sys.meta_path.insert(0, _Without(("pandas", "numpy") if (_pyarrow_major() or 0) >= 18 else ("pandas",)))
 
 import pyarrow as pa
-import pyarrow.ipc
+import pyarrow.parquet
 
 from wsperf.collectors import cubin
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import find_binary, why
+from wsperf.collectors.staging import ALL, CODE, METRICS, READER_MAX_RSS, TABLES, stage_file
 
 
 # Launch columns read from the launch's own metrics (aggregate values).
@@ -108,6 +109,8 @@ SASS_METRICS = {
     "pcsamp_samples": "smsp__pcsamp_sample_count",
 }
 STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+PCSAMP_PREFIX = "smsp__pcsamp_"
+PC_METRICS = frozenset(SASS_METRICS.values())  # a launch with none of these, nor PC sampling, has no code to read
 NOT_ISSUED = "_not_issued"
 OPCODE_METRIC = "sass__inst_executed_per_opcode"  # instances keyed by opcode name (text correlation ids)
 OPCODE_THREAD_METRIC = "sass__thread_inst_executed_true_per_opcode"
@@ -117,15 +120,10 @@ START_TIMESTAMP = "profiler__timestamp_workload_start"  # correlation id: GPU gl
 # no kernel's code is that large, and the other numeric ids ncu uses (indices from 0,
 # GPU timestamps) are far outside. Both parts of a launch apply the same test.
 MAX_CODE_BYTES = 1 << 32
-MAX_LISTINGS = 64  # nvdisasm listings a reader keeps (of distinct cubins, by content)
-READER_MAX_RSS = 1 << 30  # ncu_report keeps ~7x each report's size for good; retire a reader beyond this (bytes)
+MAX_LISTINGS = 64  # nvdisasm listings a reader keeps (of distinct functions, by their cubin's content)
 
 # Slots of a value: which staging column holds it.
 FLOAT, INT, TEXT, MIXED, NONE = range(5)
-# Parts of a launch's work. METRICS: launches, metrics, sass_counts, stalls, opcodes.
-# CODE: sass_code (disassembly, source lines) and ncu_rules.
-ALL, METRICS, CODE = "all", "metrics", "code"
-
 STAGE_SCHEMAS = {
     "launches": pa.schema([
         ("launch_idx", pa.int32()), ("range_idx", pa.int32()), ("action_idx", pa.int32()),
@@ -161,6 +159,10 @@ STAGE_SCHEMAS = {
         ("speedup_type", pa.string()), ("estimated_speedup", pa.float64()),
     ]),
 }
+assert tuple(STAGE_SCHEMAS) == TABLES
+# Written for the load to read once, at once: no compression, no statistics (~25% of the
+# writing, and of DuckDB's reading, on a --set full launch's metrics).
+_PARQUET = {"compression": "none", "write_statistics": False}
 
 
 class _Damaged(Exception):
@@ -177,14 +179,14 @@ def _serve() -> int:
                          units: false leaves every metric's unit NULL but the duration's,
                          see _Reader; absent means true)
       {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
-      {"finish": true}   write <table>.<I>.arrow into DIR -> {"done": {report facts}}
+      {"finish": true}   write <table>.<I>.parquet into DIR -> {"done": {report facts}}
       {"abort": true}    drop the report                  -> {"done": null}
-      {"prefetch": OPEN, "listings": {SHA256: FILE}}
+      {"prefetch": OPEN, "listings": {SHA256: [FILE, [FUNCTION, ...]]}}
                          OPEN: an "open" message of one reader ("readers": 1): read all of
                          that report now (metrics first, then code) and keep it for the
                          "open" that repeats OPEN, whose tasks are then answered at once;
-                         the cubin SHA256's nvdisasm output is (or will be) FILE
-                         (collectors/cubin.py, start_output)
+                         nvdisasm's listing of those functions of the cubin SHA256 is
+                         (or will be) FILE (collectors/cubin.py, start_output)
                                                           -> {"warmed": bool}
       {"warm": PATH}     start disassembling the kernels of the report at PATH (nvdisasm
                          in the background; without nvdisasm, ncu_report's set-up on one
@@ -217,7 +219,7 @@ def _serve() -> int:
                 emit(warmed=warm)
             elif "prefetch" in msg:
                 # nvdisasm may be running for this report already, started by prestart.
-                _SASS.external.update({sha: Path(p) for sha, p in msg.get("listings", {}).items()})
+                _SASS.external.update({sha: (Path(p), list(fs)) for sha, (p, fs) in msg.get("listings", {}).items()})
                 prefetched = _prefetch(msg["prefetch"])
                 warm = warm or prefetched is not None
                 emit(warmed=warm)
@@ -293,33 +295,40 @@ def _prefetch(spec: dict) -> tuple[dict, _Reader] | None:
 
 
 class _Sass:
-    """The SASS of the reports this process reads, by nvdisasm (collectors/cubin.py): one
-    background disassembly per distinct cubin, kept for the life of the process, so the
-    early start (`warm`) serves the load of the same content, and a cubin met again in
-    another report is not disassembled twice."""
+    """The SASS of the reports this process reads, by nvdisasm (collectors/cubin.py): the
+    launched functions of each cubin in one background disassembly, kept for the life of
+    the process, so the early start (`warm`) serves the load of the same content, and a
+    function met again in another report is not disassembled twice."""
 
     def __init__(self) -> None:
         self.tool = find_binary("nvdisasm")
-        self.jobs: dict[str, cubin.Disassembly] = {}  # by the cubin's SHA-256
+        self.jobs: dict[tuple[str, str], cubin.Disassembly] = {}  # by (cubin SHA-256, mangled name)
         self.reports: dict[str, dict[str, cubin.Cubin | None]] = {}  # path -> mangled name -> its cubin
-        self.external: dict[str, Path] = {}  # cubin SHA-256 -> where another process's nvdisasm writes
+        # cubin SHA-256 -> (where another process's nvdisasm writes, the functions it lists)
+        self.external: dict[str, tuple[Path, list[str]]] = {}
 
     def start(self, path: str, names: Iterable[str]) -> bool:
-        """Start on the cubins of report `path` holding functions `names`; whether any
+        """Start on functions `names` of report `path`, one nvdisasm a cubin; whether any
         disassembly is under way or done for them."""
-        jobs = [self._job(path, n) for n in names]
-        return any(j is not None for j in jobs)
+        by_cubin: dict[str, tuple[cubin.Cubin, list[str]]] = {}
+        for name in names:
+            found = self._cubin(path, name)
+            if found is not None:
+                by_cubin.setdefault(found.sha256, (found, []))[1].append(name)
+        for found, functions in by_cubin.values():
+            self._jobs(found, functions)
+        return bool(by_cubin)
 
     def function(self, path: str, name: str) -> dict[int, str] | None:
         """{offset: text} of function `name` of report `path`; None when nvdisasm cannot
         say (no such cubin, ambiguous, no nvdisasm, failed)."""
-        job = self._job(path, name)
-        return job.listing().get(name) if job is not None else None
+        found = self._cubin(path, name)
+        return self._jobs(found, [name])[name].listing().get(name) if found is not None else None
 
     def forget(self, path: str) -> None:
         self.reports.pop(path, None)
 
-    def _job(self, path: str, name: str) -> cubin.Disassembly | None:
+    def _cubin(self, path: str, name: str) -> cubin.Cubin | None:
         if self.tool is None:
             return None
         if path not in self.reports:
@@ -330,14 +339,26 @@ class _Sass:
                     self.reports[path] = cubin.functions(cubin.find_cubins(f.read()))
             except Exception:  # noqa: BLE001 - unreadable or unforeseen bytes: ncu_report disassembles instead
                 self.reports[path] = {}
-        found = self.reports[path].get(name)
-        if found is None:
-            return None
-        if found.sha256 not in self.jobs:
-            if len(self.jobs) >= MAX_LISTINGS:  # the oldest goes (the disk cache still has it)
-                self.jobs.pop(next(iter(self.jobs))).stop()
-            self.jobs[found.sha256] = cubin.Disassembly(found, self.tool, ready=self.external.pop(found.sha256, None))
-        return self.jobs[found.sha256]
+        return self.reports[path].get(name)
+
+    def _jobs(self, found: cubin.Cubin, names: list[str]) -> dict[str, cubin.Disassembly]:
+        """The disassemblies of functions `names` of cubin `found`: another process's
+        where it lists them, the one under way, or one started now for those left."""
+        if found.sha256 in self.external:  # started before this process opened the report
+            out, listed = self.external.pop(found.sha256)
+            self._add(found, listed, cubin.Disassembly(found, listed, self.tool, ready=out))  # type: ignore[arg-type]
+        left = sorted({n for n in names if (found.sha256, n) not in self.jobs})
+        if left:
+            self._add(found, left, cubin.Disassembly(found, left, self.tool))  # type: ignore[arg-type]
+        return {n: self.jobs[(found.sha256, n)] for n in names}
+
+    def _add(self, found: cubin.Cubin, names: list[str], job: cubin.Disassembly) -> None:
+        for name in names:
+            self.jobs.setdefault((found.sha256, name), job)
+        while len(self.jobs) > MAX_LISTINGS:  # the oldest goes (the disk cache still has it)
+            old = self.jobs.pop(next(iter(self.jobs)))
+            if old not in self.jobs.values():
+                old.stop()
 
 
 _SASS = _Sass()
@@ -446,11 +467,21 @@ class _Reader:
         return self.meta
 
     def list_code(self) -> bool:
-        """Start nvdisasm on the cubins of every launched kernel (collectors/cubin.py);
-        whether it serves any."""
+        """Start nvdisasm on the launched functions whose code the load reads PC by PC
+        (collectors/cubin.py): a launch with per-PC metrics and one function. Whether it
+        serves any, or no launch has code to read (a --set basic report: nothing to
+        disassemble, by nvdisasm or ncu_report)."""
         mangled = self.nr.IAction.NameBase_MANGLED
-        names = {rng.action_by_idx(ai).name(mangled) for _ri, ai, rng in self.slots} - {None}
-        return _SASS.start(self.path, names)
+        names, needed = set(), False
+        for _ri, ai, rng in self.slots:
+            action = rng.action_by_idx(ai)
+            if action is None or not any(n in PC_METRICS or n.startswith(PCSAMP_PREFIX) for n in action.metric_names()):
+                continue
+            needed = True
+            fpcs = action.metric_by_name(FUNCTION_PCS)
+            if fpcs is not None and fpcs.num_instances() == 1:
+                names.add(action.name(mangled))
+        return _SASS.start(self.path, names - {None}) if needed else True
 
     def warm_up(self) -> bool:
         """Disassemble one instruction, to get ncu_report's set-up done; whether it was."""
@@ -724,8 +755,7 @@ class _Reader:
                 reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise ReportError(f"{self.report}: report is damaged: its {table} data cannot be stored ({reason}); "
                                   "collect it again") from e
-            with pa.ipc.new_file(str(self.out / f"{table}.{self.reader}.arrow"), schema) as w:
-                w.write_table(arrow)
+            pyarrow.parquet.write_table(arrow, str(stage_file(self.out, table, self.reader)), **_PARQUET)
 
     def _metric_names(self, arrays: list[pa.Array], schema: pa.Schema) -> tuple[list[pa.Array], pa.Schema]:
         """Replace the key column by name, unit and metric_type dictionary columns."""
@@ -734,8 +764,12 @@ class _Reader:
         schema = schema.remove(at)
         for i, col in enumerate(("name", "unit", "metric_type")):
             values = pa.array([info[i] for info in self.metric_info], pa.string())
-            arrays.append(pa.DictionaryArray.from_arrays(keys, values))
-            schema = schema.append(pa.field(col, pa.dictionary(pa.int32(), pa.string())))
+            if values.null_count:  # Parquet keeps no NULL inside a dictionary (units, when not read)
+                arrays.append(pa.DictionaryArray.from_arrays(keys, values).cast(pa.string()))
+                schema = schema.append(pa.field(col, pa.string()))
+            else:
+                arrays.append(pa.DictionaryArray.from_arrays(keys, values))
+                schema = schema.append(pa.field(col, pa.dictionary(pa.int32(), pa.string())))
         return arrays, schema
 
 

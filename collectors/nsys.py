@@ -96,18 +96,6 @@ def nsys_schema_sql() -> str:
     return (resources.files("wsperf.queries") / SCHEMA).read_text(encoding="utf-8")
 
 
-def is_nsys_input(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` names an Nsight Systems input by its suffix (.sqlite, .sqlite.gz,
-    .nsys-rep, .qdrep, .qdstrm): how commands tell it from an Nsight Compute report."""
-    name = Path(path).name.lower()
-    return name.endswith((".sqlite", ".sqlite.gz", ".nsys-rep", ".qdrep", ".qdstrm"))
-
-
-def split_inputs(paths: list[Path]) -> tuple[list[Path], list[Path]]:
-    """(Nsight Systems exports, the rest) of `paths`, by file name."""
-    return [p for p in paths if is_nsys_input(p)], [p for p in paths if not is_nsys_input(p)]
-
-
 def load_nsys_export(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], *,
                      timeout_s: float = READ_TIMEOUT_S) -> NsysLoad:
     """Load the export at `path` into the store `con` (from `store.open_store`), in one

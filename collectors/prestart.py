@@ -45,6 +45,9 @@ COMMANDS = frozenset({"analyze", "chart"})
 MAX_READERS = 4  # reader processes per report, at most
 BYTES_PER_READER = 4 << 20  # one more reader per 4 MiB of report
 MAX_EARLY_CUBIN_BYTES = 2 << 20  # a larger module's disassembly waits until the reader knows it is needed
+# Words of the per-PC metrics' names (SourceCounters, PC sampling): a report without any
+# reads no code PC by PC, and nvdisasm has nothing to do for it.
+PC_METRIC_WORDS = (b"thread_inst_executed", b"pcsamp")
 
 
 @dataclass(frozen=True)
@@ -107,23 +110,48 @@ def prefetched(path: str | os.PathLike[str]) -> Snapshot | None:
     return found
 
 
-def _listings(snapshot: Path) -> dict[str, str]:
-    """Start nvdisasm now on the cubins of the snapshot (collectors/cubin.py), each but
-    those in the disassembly cache: {cubin SHA-256: the file its output goes to}, for the
-    reader, which would otherwise start it only once it has imported and opened the report."""
+def _listings(snapshot: Path) -> dict[str, tuple[str, list[str]]]:
+    """Start nvdisasm now on the launched functions of each cubin of the snapshot
+    (collectors/cubin.py), but those in the disassembly cache: {cubin SHA-256: (the file
+    its output goes to, the functions it lists)}, for the reader, which would otherwise
+    start it only once it has imported and opened the report."""
     tool = find_binary("nvdisasm")
     if tool is None:
         return {}
     started = {}
     try:
-        modules = cubin.find_cubins(snapshot.read_bytes())
+        blob = snapshot.read_bytes()
+        if not any(k in blob for k in PC_METRIC_WORDS):  # no launch has code to read (--set basic)
+            return {}
+        modules = cubin.find_cubins(blob)
+        launched = named_outside(blob, modules)
     except Exception:  # noqa: BLE001 - only speed is at stake: the reader looks again, and the load reports
         return {}
     for module in modules:
         out = snapshot.parent / f"{module.sha256}.sass"
-        if len(module.data) <= MAX_EARLY_CUBIN_BYTES and cubin.start_output(module, tool, out):
-            started[module.sha256] = str(out)
+        functions = cubin.uncached(module, tool, launched & set(module.code))
+        if len(module.data) <= MAX_EARLY_CUBIN_BYTES and cubin.start_output(module, functions, tool, out):
+            started[module.sha256] = (str(out), functions)
     return started
+
+
+def named_outside(blob: bytes, modules: list[cubin.Cubin]) -> set[str]:
+    """The functions of `modules` whose mangled names the report's bytes hold outside the
+    cubins: a launch record names its kernel; a function only compiled beside it is
+    named in its cubin alone. Before ncu_report has read anything, which functions to
+    disassemble. A launched function missed here (a report that stores names otherwise)
+    is disassembled by the reader once it knows; one named but not launched is listed
+    for nothing."""
+    spans = [(m.offset, m.offset + len(m.data)) for m in modules]
+    found = set()
+    for name in {f for m in modules for f in m.code}:
+        key, at = name.encode("utf-8", "surrogateescape"), 0
+        while (at := blob.find(key, at)) >= 0:
+            if not any(lo <= at < hi for lo, hi in spans):
+                found.add(name)
+                break
+            at += 1
+    return found
 
 
 def _snapshot(report: str, *, units: bool) -> dict:

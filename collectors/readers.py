@@ -29,7 +29,7 @@ from pathlib import Path
 
 from wsperf.collectors import prestart
 from wsperf.collectors.errors import ReportError
-from wsperf.collectors.ncu_reader import ALL, CODE, METRICS, READER_MAX_RSS
+from wsperf.collectors.staging import ALL, CODE, METRICS, READER_MAX_RSS
 
 Progress = Callable[[int, int, str], None]
 """progress(done, total, label): `done` of `total` launches of the current report read;

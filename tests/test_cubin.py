@@ -30,7 +30,8 @@ def test_the_report_embeds_its_module_and_nvdisasm_lists_every_instruction():
     (module,) = cubin.find_cubins(GEMM.read_bytes())
     assert set(module.code) == {KERNEL, KERNEL.replace("ILb1E", "ILb0E"), "_Z9gemm_ffmaPK13__nv_bfloat16S1_Pf"}
     assert module.sha256 == hashlib.sha256(module.data).hexdigest()
-    listing = cubin.Disassembly(module, find_binary("nvdisasm")).listing()
+    listing = cubin.Disassembly(module, module.code, find_binary("nvdisasm")).listing()
+    assert set(listing) == set(module.code)
     kernel = listing[KERNEL]
     # 16-byte instructions from offset 0 to the end of the .text section, none missing.
     assert sorted(kernel) == list(range(0, 16 * len(kernel), 16)) and len(kernel) == 28672 // 16
@@ -141,17 +142,69 @@ def test_another_process_may_run_nvdisasm_for_the_reader(tmp_path, monkeypatch):
     (module,) = cubin.find_cubins(GEMM.read_bytes())
     tool = find_binary("nvdisasm")
     out = tmp_path / f"{module.sha256}.sass"
-    assert cubin.start_output(module, tool, out)
-    listing = cubin.Disassembly(module, tool, ready=out).listing()
-    assert len(listing[KERNEL]) == 28672 // 16
-    assert cubin.load_cached(module.sha256, tool) == listing
-    assert not cubin.start_output(module, tool, tmp_path / "again.sass")  # in the cache now: nothing to run
+    assert cubin.uncached(module, tool, [KERNEL]) == [KERNEL]
+    assert cubin.start_output(module, [KERNEL], tool, out)
+    listing = cubin.Disassembly(module, [KERNEL], tool, ready=out).listing()
+    assert set(listing) == {KERNEL} and len(listing[KERNEL]) == 28672 // 16
+    assert cubin.load_cached(module.sha256, tool, KERNEL) == listing[KERNEL]
+    assert cubin.uncached(module, tool, module.code) == sorted(set(module.code) - {KERNEL})  # in the cache now
+    assert not cubin.start_output(module, cubin.uncached(module, tool, [KERNEL]), tool, tmp_path / "again.sass")
     # A disassembler that fails leaves an empty file: no listing (the reader asks ncu_report).
     monkeypatch.setenv("WSPERF_NO_CACHE", "1")
     failed = tmp_path / "failed.sass"
-    assert cubin.start_output(module, "/bin/false", failed)
-    assert cubin.Disassembly(module, tool, timeout_s=60, ready=failed).listing() == {}
+    assert cubin.start_output(module, [KERNEL], "/bin/false", failed)
+    assert cubin.Disassembly(module, [KERNEL], tool, timeout_s=60, ready=failed).listing() == {}
     assert failed.read_bytes() == b""
+
+
+def test_nvdisasm_lists_only_the_functions_asked_for_and_each_as_in_the_whole_cubin(tmp_path, monkeypatch):
+    # A report embeds the whole module of its kernel: a library's holds dozens of
+    # instantiations (sglang's flash-attention module: 20 functions, 1 launched, 2.4 s of
+    # nvdisasm for all of it). nvdisasm -fun lists the launched ones only; each parses to
+    # what the whole cubin's listing holds for it (checked on the 68 functions of the 22
+    # fixture and public cubins when -fun was adopted).
+    monkeypatch.setenv("WSPERF_NO_CACHE", "1")
+    tool = find_binary("nvdisasm")
+    (gemm,) = cubin.find_cubins(GEMM.read_bytes())
+    (tcgen05,) = cubin.find_cubins((REPORTS.parent / "cubins" / "tcgen05.sm_100a.cubin").read_bytes())
+    for module in (gemm, tcgen05):
+        assert set(module.symbols) == set(module.code)
+        whole = cubin.Disassembly(module, module.code, tool).listing()
+        assert cubin.selection(module, module.code) == []  # all of them: no -fun
+        names = sorted(module.code)
+        for asked in ([names[0]], names[1:]):
+            assert cubin.selection(module, asked)[0] == "-fun"
+            listing = cubin.Disassembly(module, asked, tool).listing()
+            assert listing == {f: whole[f] for f in asked}
+    # The symbol indices are the ELF symbol table's (readelf -s: 16, 17, 18 for the GEMM).
+    assert sorted(gemm.symbols.values()) == [16, 17, 18]
+    assert gemm.symbols[KERNEL] == 16
+    # A function without a symbol: the whole cubin, the functions asked for among it.
+    bare = cubin.Cubin(gemm.data, gemm.sha256, gemm.code)
+    assert cubin.selection(bare, [KERNEL]) == []
+    assert set(cubin.Disassembly(bare, [KERNEL], tool).listing()) == set(gemm.code)
+
+
+def test_the_cache_keeps_each_function_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("WSPERF_CACHE_DIR", str(tmp_path / "cache"))
+    tool = find_binary("nvdisasm")
+    (module,) = cubin.find_cubins(GEMM.read_bytes())
+    first = cubin.Disassembly(module, [KERNEL], tool).listing()
+    files = sorted((tmp_path / "cache" / "sass").iterdir())
+    assert len(files) == 1 and cubin.load_cached(module.sha256, tool, KERNEL) == first[KERNEL]
+    # Another function of the same cubin: its own file; the first is not listed again.
+    other = sorted(set(module.code) - {KERNEL})[0]
+    both = cubin.Disassembly(module, [KERNEL, other], tool)
+    assert both._proc is not None and both.listing()[KERNEL] == first[KERNEL] and other in both.listing()
+    assert len(list((tmp_path / "cache" / "sass").iterdir())) == 2
+    # A damaged file, or one of another function, is not a listing.
+    damaged = files[0].read_bytes().replace(b"HGMMA", b"HFMA2", 1)
+    files[0].write_bytes(damaged)
+    assert cubin.load_cached(module.sha256, tool, KERNEL) is None
+    again = cubin.Disassembly(module, [KERNEL], tool)
+    assert again._proc is not None and again.listing()[KERNEL] == first[KERNEL]
+    assert cubin.load_cached(module.sha256, tool, other) is not None
+    assert cubin.load_cached(module.sha256, tool, "_Znosuch") is None
 
 
 def test_damaged_elf_headers_never_raise():

@@ -16,12 +16,14 @@ import pyarrow
 import pytest
 
 from support import REPORTS, assert_one_error_line, wsperf
-from wsperf.collectors import ncu, prestart, readers
+from wsperf.collectors import cubin, ncu, prestart, readers
+from wsperf.collectors.files import find_binary
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.ncu_reader import _pyarrow_major
 from wsperf.collectors.store import open_store
 
 REPORT = REPORTS / "gemm_wgmma_tma.ncu-rep"
+KERNEL = "_Z7gemm_wsILb1EEv14CUtensorMap_stS0_PK13__nv_bfloat16S3_Pf"
 
 
 def test_constants_agree_with_the_loader():
@@ -173,3 +175,40 @@ def test_a_prefetch_read_otherwise_than_the_load_asks_is_read_again(args, units)
     count, with_unit = con.execute("SELECT count(*), count(unit) FROM metrics").fetchone()
     assert count > 1000 and with_unit == (count if units else 1)
     pool.close()
+
+
+@pytest.mark.parametrize("name", ["gemm_wgmma_tma", "ws_stream_healthy", "multi_launch", "triton_matmul"])
+def test_the_functions_disassembled_early_are_the_launched_ones(name):
+    # Before ncu_report has read anything, a function named outside the cubins is taken
+    # for launched: here exactly the kernels analyze reports (1 of 3, 1 of 5, 3 of 3, 1 of 1).
+    report = REPORTS / f"{name}.ncu-rep"
+    blob = report.read_bytes()
+    modules = cubin.find_cubins(blob)
+    p = wsperf("analyze", report, "-f", "json")
+    assert p.returncode == 0, p.stderr
+    launched = {k["mangled"] for k in json.loads(p.stdout)["kernels"]}
+    assert prestart.named_outside(blob, modules) == launched
+    assert len(launched) < sum(len(m.code) for m in modules) or name in ("multi_launch", "triton_matmul")
+
+
+def test_a_report_without_per_pc_metrics_disassembles_nothing(tmp_path, monkeypatch):
+    # --set basic: no source counters, no PC sampling; no code is read PC by PC, so no
+    # nvdisasm runs, early or in the reader, and nothing enters the cache.
+    monkeypatch.setenv("WSPERF_CACHE_DIR", str(tmp_path / "cache"))
+    basic = tmp_path / "basic.ncu-rep"
+    basic.write_bytes((REPORTS / "gemm_wgmma_tma_basic.ncu-rep").read_bytes())
+    assert prestart._listings(basic) == {}
+    p = wsperf("analyze", basic, "-f", "json", env={"WSPERF_CACHE_DIR": str(tmp_path / "cache")})
+    assert p.returncode == 0, p.stderr
+    assert not (tmp_path / "cache" / "sass").exists()
+    # The full report: the launched function alone is listed, and kept in the cache.
+    full = tmp_path / "full.ncu-rep"
+    full.write_bytes(REPORT.read_bytes())
+    (module,) = cubin.find_cubins(full.read_bytes())
+    started = prestart._listings(full)
+    assert list(started) == [module.sha256] and started[module.sha256][1] == [KERNEL]
+    p = wsperf("analyze", REPORT, "-f", "json", env={"WSPERF_CACHE_DIR": str(tmp_path / "cache")})
+    assert p.returncode == 0, p.stderr
+    tool = find_binary("nvdisasm")
+    assert cubin.uncached(module, tool, module.code) == sorted(set(module.code) - {KERNEL})
+    assert len(list((tmp_path / "cache" / "sass").iterdir())) == 1

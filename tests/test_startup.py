@@ -39,3 +39,20 @@ def test_help_lists_every_command_and_a_command_still_runs():
     assert wsperf("nosuch").returncode == 2
     p = wsperf("sql", "SELECT 41 + 1 AS answer", "--report", REPORTS / "gemm_wgmma_tma_basic.ncu-rep")
     assert p.returncode == 0 and "42" in p.stdout, p.stderr
+
+
+def test_analyze_loads_neither_pyarrow_nor_numpy_in_the_command():
+    # The readers hand their tables over as Parquet files that DuckDB reads itself
+    # (collectors/staging.py): ~0.2-0.45 s of CPU at every start, on a one-report analyze's
+    # path, that the command no longer spends. The JSON is the whole answer, not a part.
+    code = ("import io, json, contextlib, sys\n"
+            f"sys.argv = ['wsperf', 'analyze', {str(REPORT)!r}, '-f', 'json']\n"
+            "from wsperf.cli.main import app\n"
+            "buf = io.StringIO()\n"
+            "try:\n    with contextlib.redirect_stdout(buf):\n        app()\nexcept SystemExit as e:\n"
+            "    assert not e.code, e.code\n"
+            "doc = json.loads(buf.getvalue())\n"
+            "assert len(doc['kernels'][0]['findings']) >= 5, doc\n")
+    loaded = _modules_after(code)
+    assert "duckdb" in loaded and "wsperf.analyses.analyze" in loaded
+    assert not loaded & {"pyarrow", "pandas", "numpy"}, sorted(loaded & {"pyarrow", "pandas", "numpy"})
