@@ -15,7 +15,7 @@ Most damage is reported softly (num_ranges() == 0; an action whose name() is Non
 TypeError), but one changed byte in the section headers of the embedded cubin (an
 sh_name far out of range) makes `IAction.sass_by_pc` die with SIGSEGV, every time.
 So reader processes (`python -m wsperf.collectors.ncu_reader --serve`) make every ncu_report
-call, under a time limit, and hand their rows back as Parquet files in a temporary
+call, under a time limit, and hand their rows back as CSV files in a temporary
 directory (collectors/staging.py); a crash, a hang or a damaged result becomes one ReportError and the caller's
 process lives on.
 
@@ -53,7 +53,7 @@ from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC, reader_co
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
 from wsperf.collectors.readers import Progress, pool
-from wsperf.collectors.staging import source
+from wsperf.collectors.staging import STAGES, read_sql
 from wsperf.collectors.store import TABLES, transaction
 
 if TYPE_CHECKING:
@@ -113,10 +113,10 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
             con.execute("INSERT INTO reports BY NAME SELECT $report_id AS report_id, "
                         + ", ".join(f"${k} AS {k}" for k in report), {**report, "report_id": report_id})
             rows = {"reports": 1}
+            staged = {t: f"({read_sql(Path(out), t, readers, reader_column=t in _BY_READER)})" for t in STAGES}
             for table, sql in _INSERTS:
                 params = {"base": base, "report_id": report_id} if "$report_id" in sql else {"base": base}
-                sql = _STAGED.sub(lambda m: source(Path(out), m.group(1), readers), sql)
-                ((n,),) = con.execute(sql, params).fetchall()
+                ((n,),) = con.execute(_STAGED.sub(lambda m: staged[m.group(1)], sql), params).fetchall()
                 rows[table] = rows.get(table, 0) + n
     return LoadResult(report_id, p, digest, report["num_launches"], False, rows)
 
@@ -134,14 +134,16 @@ def load_reports(con: duckdb.DuckDBPyConnection, paths: Iterable[str | os.PathLi
 
 # launch_idx is the action's position in the report (0-based over all ranges); launch
 # ids are allocated inside the transaction, so the readers never see them. _wsperf_<t>
-# stands for staged table <t>, the readers' files of it (collectors/staging.py).
+# stands for staged table <t> as the readers wrote it (collectors/staging.py, read_sql);
+# those of _BY_READER carry each row's reader number as column `reader`.
 _INSERTS = (
     ("launches", "INSERT INTO launches BY NAME SELECT * EXCLUDE (launch_idx), launch_idx + $base AS launch_id, "
                  "$report_id AS report_id FROM _wsperf_launches"),
-    # Integer-kinded values are staged exactly (UBIGINT) and become DOUBLE here: pyarrow
-    # (in the reader) refuses to convert integers above 2**53 to float64 on the Python side.
-    ("metrics", "INSERT INTO metrics BY NAME SELECT * EXCLUDE (launch_idx, v_float, v_int), launch_idx + $base "
-                "AS launch_id, coalesce(v_float, v_int::DOUBLE) AS value_double FROM _wsperf_metrics"),
+    # Integer-kinded values are staged exactly (UBIGINT) and become DOUBLE here.
+    ("metrics", "INSERT INTO metrics BY NAME SELECT m.* EXCLUDE (launch_idx, key, reader, v_float, v_int), "
+                "m.launch_idx + $base AS launch_id, coalesce(m.v_float, m.v_int::DOUBLE) AS value_double, "
+                "i.name, i.unit, i.metric_type FROM _wsperf_metrics AS m JOIN _wsperf_metric_info AS i "
+                "USING (reader, key) ORDER BY m.reader, m.launch_idx, m.key, m.instance NULLS FIRST"),
     # A PC's counters and its disassembly come from different parts of the read.
     ("sass", "INSERT INTO sass BY NAME SELECT launch_idx + $base AS launch_id, pc, "
              "c.* EXCLUDE (launch_idx, pc), t.* EXCLUDE (launch_idx, pc) "
@@ -164,7 +166,8 @@ _INSERTS = (
 # and REPORT_MAGIC: collectors/prestart.py).
 MAX_GUNZIP_BYTES = 8 << 30  # decompressed, for a .gz report (a decompression bomb is refused)
 GZIP_MAGIC = b"\x1f\x8b"
-_STAGED = re.compile(r"\b_wsperf_(\w+)\b")
+_STAGED = re.compile(r"\b_wsperf_([a-z_]+)\b")
+_BY_READER = ("metrics", "metric_info")  # a metric's key is its reader's
 _KIND = "an Nsight Compute report (.ncu-rep or .ncu-rep.gz)"
 _CHUNK = 1 << 20
 

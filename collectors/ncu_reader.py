@@ -3,111 +3,30 @@
 Every ncu_report call of wsperf happens here, in a process of its own (collectors/ncu.py
 says why, and runs these processes). A reader opens the report it is told to, reads the
 launch parts it is handed (a launch's metrics, or its code: disassembly, source lines and
-ncu's rule results) into staging columns, and writes them out as Parquet files, one per
-staged table, for the parent to insert (collectors/staging.py). The JSON-lines protocol is in `_serve`.
+ncu's rule results) into staging columns, and writes them out as CSV files, one per staged
+table (collectors/staging.py), for the parent to insert. No native library but ncu_report's
+is loaded here (staging.py says why). The JSON-lines protocol is in `_serve`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import re
 import sys
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-
-
-class _Without:
-    """Import hook of the reader process: the named packages fail to import. A reader
-    builds Arrow tables from Python lists and has no use for pandas (which pyarrow would
-    import, ~0.25 s, the first time it converts a list, only to look for pandas types) or
-    for numpy (~0.12 s of every reader's start, which pyarrow 18 and later import only
-    when asked)."""
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
-
-    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name.partition(".")[0] in self.names:
-            raise ModuleNotFoundError(f"{name.partition('.')[0]} is not used by the report reader", name=name)
-        return None
-
-
-def _pyarrow_major() -> int | None:
-    """The installed pyarrow's major version, read from its version file without importing
-    it; None when that cannot be read."""
-    try:
-        spec = importlib.util.find_spec("pyarrow")
-        text = Path(spec.submodule_search_locations[0], "_generated_version.py").read_text()  # type: ignore[union-attr]
-        return int(re.search(r"""version = ['"](\d+)\.""", text).group(1))  # type: ignore[union-attr]
-    except (AttributeError, ImportError, OSError, TypeError, ValueError):
-        return None
-
-
-if __name__ == "__main__":
-    # A reader process (`--serve`): load ncu_report before pyarrow. With pyarrow's
-    # libraries loaded first, ncu_report 2025.3 (the module Nsight Compute 2025.3 ships,
-    # and PyPI's ncu-report==2025.3.1) crashes in its first IMetric.unit() call.
-    import ncu_report  # noqa: F401
-
-    # pyarrow 17 and older import numpy themselves (tried: 16.0 and 17.0 fail without it).
-    sys.meta_path.insert(0, _Without(("pandas", "numpy") if (_pyarrow_major() or 0) >= 18 else ("pandas",)))
-
-import pyarrow as pa
-import pyarrow.parquet
-
-from wsperf.collectors import cubin
+from wsperf.collectors import cubin, staging
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import find_binary, why
-from wsperf.collectors.staging import ALL, CODE, METRICS, READER_MAX_RSS, TABLES, stage_file
+from wsperf.collectors.staging import ALL, CODE, LAUNCH_METRICS, METRICS, READER_MAX_RSS, SASS_METRICS, STAGES
 
 
-# Launch columns read from the launch's own metrics (aggregate values).
-LAUNCH_METRICS = {
-    "device_id": "launch__device_id",
-    "stream_id": "launch__stream_id",
-    "grid_x": "launch__grid_dim_x",
-    "grid_y": "launch__grid_dim_y",
-    "grid_z": "launch__grid_dim_z",
-    "block_x": "launch__block_dim_x",
-    "block_y": "launch__block_dim_y",
-    "block_z": "launch__block_dim_z",
-    "cluster_x": "launch__cluster_dim_x",
-    "cluster_y": "launch__cluster_dim_y",
-    "cluster_z": "launch__cluster_dim_z",
-    "cluster_size": "launch__cluster_size",
-    "grid_size": "launch__grid_size",
-    "block_size": "launch__block_size",
-    "threads": "launch__thread_count",
-    "registers_per_thread": "launch__registers_per_thread",
-    "static_smem_bytes": "launch__shared_mem_per_block_static",
-    "dynamic_smem_bytes": "launch__shared_mem_per_block_dynamic",
-    "smem_config_bytes": "launch__shared_mem_config_size",
-    "sm_count": "device__attribute_multiprocessor_count",
-    "waves_per_sm": "launch__waves_per_multiprocessor",
-    "occupancy_limit_blocks": "launch__occupancy_limit_blocks",
-    "occupancy_limit_registers": "launch__occupancy_limit_registers",
-    "occupancy_limit_shared_mem": "launch__occupancy_limit_shared_mem",
-    "occupancy_limit_warps": "launch__occupancy_limit_warps",
-    "occupancy_limit_barriers": "launch__occupancy_limit_barriers",
-    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
-    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "elapsed_cycles": "gpc__cycles_elapsed.max",
-}
 DURATION = "gpu__time_duration.sum"
 NS_PER_UNIT = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
 
-# Per-PC (source counter) metrics that become sass columns.
-SASS_METRICS = {
-    "inst_executed": "inst_executed",
-    "thread_inst_executed": "thread_inst_executed",
-    "thread_inst_executed_true": "thread_inst_executed_true",
-    "pcsamp_samples": "smsp__pcsamp_sample_count",
-}
 STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
 PCSAMP_PREFIX = "smsp__pcsamp_"
 PC_METRICS = frozenset(SASS_METRICS.values())  # a launch with none of these, nor PC sampling, has no code to read
@@ -124,45 +43,6 @@ MAX_LISTINGS = 64  # nvdisasm listings a reader keeps (of distinct functions, by
 
 # Slots of a value: which staging column holds it.
 FLOAT, INT, TEXT, MIXED, NONE = range(5)
-STAGE_SCHEMAS = {
-    "launches": pa.schema([
-        ("launch_idx", pa.int32()), ("range_idx", pa.int32()), ("action_idx", pa.int32()),
-        ("kernel_mangled", pa.string()), ("kernel_demangled", pa.string()), ("kernel_function", pa.string()),
-        ("workload_type", pa.string()), ("num_metrics", pa.int32()), ("duration_ns", pa.float64()),
-        *((col, pa.float64()) for col in LAUNCH_METRICS),  # DuckDB casts to the column types on insert
-    ]),
-    # Collected as columns below; `key` becomes name, unit and metric_type when written.
-    "metrics": pa.schema([
-        ("launch_idx", pa.int32()), ("key", pa.int32()), ("instance", pa.int32()),
-        ("correlation_id", pa.uint64()), ("correlation_name", pa.string()),
-        ("v_float", pa.float64()), ("v_int", pa.uint64()), ("value_string", pa.string()),
-    ]),
-    "sass_counts": pa.schema([
-        ("launch_idx", pa.int32()), ("pc", pa.uint64()), ("function_pc", pa.uint64()), ("func_offset", pa.int64()),
-        *((col, pa.int64()) for col in SASS_METRICS), ("pcsamp_samples_not_issued", pa.int64()),
-    ]),
-    "sass_code": pa.schema([
-        ("launch_idx", pa.int32()), ("pc", pa.uint64()), ("opcode", pa.string()), ("opcode_full", pa.string()),
-        ("guard", pa.string()), ("sass", pa.string()), ("source_file", pa.string()), ("source_line", pa.int32()),
-    ]),
-    "stalls": pa.schema([
-        ("launch_idx", pa.int32()), ("pc", pa.uint64()), ("reason", pa.string()),
-        ("samples", pa.int64()), ("samples_not_issued", pa.int64()),
-    ]),
-    "opcodes": pa.schema([
-        ("launch_idx", pa.int32()), ("opcode", pa.string()), ("executed", pa.int64()),
-        ("thread_executed", pa.int64()), ("source", pa.string()),
-    ]),
-    "ncu_rules": pa.schema([
-        ("launch_idx", pa.int32()), ("rule_idx", pa.int32()), ("rule_id", pa.string()), ("section_id", pa.string()),
-        ("name", pa.string()), ("title", pa.string()), ("message", pa.string()), ("msg_type", pa.string()),
-        ("speedup_type", pa.string()), ("estimated_speedup", pa.float64()),
-    ]),
-}
-assert tuple(STAGE_SCHEMAS) == TABLES
-# Written for the load to read once, at once: no compression, no statistics (~25% of the
-# writing, and of DuckDB's reading, on a --set full launch's metrics).
-_PARQUET = {"compression": "none", "write_statistics": False}
 
 
 class _Damaged(Exception):
@@ -179,7 +59,7 @@ def _serve() -> int:
                          units: false leaves every metric's unit NULL but the duration's,
                          see _Reader; absent means true)
       {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
-      {"finish": true}   write <table>.<I>.parquet into DIR -> {"done": {report facts}}
+      {"finish": true}   write <table>.<I>.csv into DIR    -> {"done": {report facts}}
       {"abort": true}    drop the report                  -> {"done": null}
       {"prefetch": OPEN, "listings": {SHA256: [FILE, [FUNCTION, ...]]}}
                          OPEN: an "open" message of one reader ("readers": 1): read all of
@@ -414,7 +294,7 @@ class _Reader:
                                if hasattr(ia, f"WorkloadType_{n.upper()}")}
         self.msg_types = {int(t): t.name.lower() for t in getattr(ncu_report, "MsgType", ())}
         self.speedup_types = {int(t): t.name.lower() for t in getattr(ncu_report, "SpeedupType", ())}
-        self.cols = {t: {name: [] for name in s.names} for t, s in STAGE_SCHEMAS.items()}
+        self.cols: dict[str, dict[str, list]] = {t: {c: [] for c, _ in cols} for t, cols in STAGES.items()}
         self.metric_keys: dict[str, int] = {}  # metric name -> key of its (name, unit, type) in metric_info
         self.metric_info: list[tuple[str, str, str]] = []
         # Keep the context alive as long as its ranges and actions are used: older
@@ -567,7 +447,7 @@ class _Reader:
                 value = None
             slot = got[1] if value is not None else NONE
             scalars[name] = value
-            # name, unit and type are stored once (an Arrow dictionary) and every row of
+            # name, unit and type are stored once (the staged metric_info) and every row of
             # the metric refers to them by key; a metric's unit and type are the same in
             # every launch of a report, so they are asked for once.
             key = keys.get(name)
@@ -744,33 +624,15 @@ class _Reader:
             col.extend(row[name] for row in rows)
 
     def _write(self) -> None:
-        for table, schema in STAGE_SCHEMAS.items():
-            cols = self.cols[table]
+        # A metric's name, unit and type are staged once (metric_info); its rows name it by key.
+        self.cols["metric_info"] = {"key": list(range(len(self.metric_info))),
+                                    **{col: [info[i] for info in self.metric_info]
+                                       for i, col in enumerate(("name", "unit", "metric_type"))}}
+        for table in STAGES:
             try:
-                arrays = [pa.array(cols[f.name], f.type) for f in schema]
-                if table == "metrics":
-                    arrays, schema = self._metric_names(arrays, schema)
-                arrow = pa.Table.from_arrays(arrays, schema=schema)
-            except (pa.ArrowException, UnicodeError) as e:
-                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise ReportError(f"{self.report}: report is damaged: its {table} data cannot be stored ({reason}); "
-                                  "collect it again") from e
-            pyarrow.parquet.write_table(arrow, str(stage_file(self.out, table, self.reader)), **_PARQUET)
-
-    def _metric_names(self, arrays: list[pa.Array], schema: pa.Schema) -> tuple[list[pa.Array], pa.Schema]:
-        """Replace the key column by name, unit and metric_type dictionary columns."""
-        at = schema.get_field_index("key")
-        keys = arrays.pop(at)
-        schema = schema.remove(at)
-        for i, col in enumerate(("name", "unit", "metric_type")):
-            values = pa.array([info[i] for info in self.metric_info], pa.string())
-            if values.null_count:  # Parquet keeps no NULL inside a dictionary (units, when not read)
-                arrays.append(pa.DictionaryArray.from_arrays(keys, values).cast(pa.string()))
-                schema = schema.append(pa.field(col, pa.string()))
-            else:
-                arrays.append(pa.DictionaryArray.from_arrays(keys, values))
-                schema = schema.append(pa.field(col, pa.dictionary(pa.int32(), pa.string())))
-        return arrays, schema
+                staging.write(staging.stage_file(self.out, table, self.reader), table, self.cols[table])
+            except staging.StagingError as e:
+                raise ReportError(f"{self.report}: report is damaged: {e}; collect it again") from e
 
 
 def _anchor(fstarts: list[int], inst_executed_pcs: Iterable[int]) -> int | None:

@@ -1,19 +1,30 @@
-"""What a report reader hands the load: the staged tables and their files.
+"""What a report reader hands the load: the staged tables, their columns, and the files.
 
-A reader process (collectors/ncu_reader.py) writes each staged table as one Parquet file
-per reader, `<table>.<reader>.parquet` in the load's directory, and the load
-(collectors/ncu.py) inserts them with DuckDB's own Parquet reader (`source`). Parquet,
-and not Arrow IPC, so that the command's process never imports pyarrow and numpy (~0.3 s
-of CPU at every start, on the path of a one-report analyze): pyarrow's writer in the
-reader, DuckDB's reader here. Parquet keeps what the staged columns hold exactly: the
-types (UBIGINT included), NULL apart from the empty string, and every double's bits (NaN
-with its sign). The columns and their types are the reader's (`STAGE_SCHEMAS`).
+A reader process (collectors/ncu_reader.py) writes each staged table as one CSV file per
+reader, `<table>.<reader>.csv` in the load's directory (`write`), and the load
+(collectors/ncu.py) inserts them with DuckDB's own CSV reader (`read_sql`).
+
+Why CSV written by the standard library. The reader process then loads no native library
+but ncu_report's: with pyarrow in the process, Nsight Compute 2025.3's ncu_report crashes
+in its first IMetric.unit() when pyarrow loaded first, and pyarrow's Parquet writer
+crashes (SIGSEGV, ParquetWriter.__init__) with that ncu_report loaded; and the command's
+process never imports pyarrow and numpy either (~0.45 s of CPU at every start, on the
+path of a one-report analyze). Every value survives the trip exactly: text is always
+quoted (quotes doubled; commas, line breaks and NUL inside quotes), so that NULL, an
+unquoted empty field, is not the empty string; doubles are written in their shortest
+exact form (`repr`; NaN as `nan` or `-nan`, for some of ncu's NaNs carry the sign bit;
+infinities as `inf`); integers up to 2**64 - 1 in full
+(tests/test_staging.py; tests/test_loader.py holds every table of every fixture report
+equal to ncu_report).
 
 The standard library only: the command imports this before it knows it will read a report.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from math import copysign
+from operator import index
 from pathlib import Path
 
 # Parts of a launch's work. METRICS: launches, metrics, sass_counts, stalls, opcodes.
@@ -22,21 +33,154 @@ ALL, METRICS, CODE = "all", "metrics", "code"
 
 READER_MAX_RSS = 1 << 30  # ncu_report keeps ~7x each report's size for good; retire a reader beyond this (bytes)
 
-# The staged tables, each one file per reader. launch_idx is the action's position in the
-# report; the load turns it into a launch id.
-TABLES = ("launches", "metrics", "sass_counts", "sass_code", "stalls", "opcodes", "ncu_rules")
+# Launch columns read from the launch's own metrics (aggregate values).
+LAUNCH_METRICS = {
+    "device_id": "launch__device_id",
+    "stream_id": "launch__stream_id",
+    "grid_x": "launch__grid_dim_x",
+    "grid_y": "launch__grid_dim_y",
+    "grid_z": "launch__grid_dim_z",
+    "block_x": "launch__block_dim_x",
+    "block_y": "launch__block_dim_y",
+    "block_z": "launch__block_dim_z",
+    "cluster_x": "launch__cluster_dim_x",
+    "cluster_y": "launch__cluster_dim_y",
+    "cluster_z": "launch__cluster_dim_z",
+    "cluster_size": "launch__cluster_size",
+    "grid_size": "launch__grid_size",
+    "block_size": "launch__block_size",
+    "threads": "launch__thread_count",
+    "registers_per_thread": "launch__registers_per_thread",
+    "static_smem_bytes": "launch__shared_mem_per_block_static",
+    "dynamic_smem_bytes": "launch__shared_mem_per_block_dynamic",
+    "smem_config_bytes": "launch__shared_mem_config_size",
+    "sm_count": "device__attribute_multiprocessor_count",
+    "waves_per_sm": "launch__waves_per_multiprocessor",
+    "occupancy_limit_blocks": "launch__occupancy_limit_blocks",
+    "occupancy_limit_registers": "launch__occupancy_limit_registers",
+    "occupancy_limit_shared_mem": "launch__occupancy_limit_shared_mem",
+    "occupancy_limit_warps": "launch__occupancy_limit_warps",
+    "occupancy_limit_barriers": "launch__occupancy_limit_barriers",
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "elapsed_cycles": "gpc__cycles_elapsed.max",
+}
+
+# Per-PC (source counter) metrics that become sass columns: column -> metric.
+SASS_METRICS = {
+    "inst_executed": "inst_executed",
+    "thread_inst_executed": "thread_inst_executed",
+    "thread_inst_executed_true": "thread_inst_executed_true",
+    "pcsamp_samples": "smsp__pcsamp_sample_count",
+}
+
+# The staged tables: (column, DuckDB type), in file order. launch_idx is the action's
+# position in the report; the load turns it into a launch id. A metric row refers to its
+# name, unit and type by `key` into its reader's metric_info (each name once a reader).
+STAGES: dict[str, tuple[tuple[str, str], ...]] = {
+    "launches": (
+        ("launch_idx", "INTEGER"), ("range_idx", "INTEGER"), ("action_idx", "INTEGER"),
+        ("kernel_mangled", "VARCHAR"), ("kernel_demangled", "VARCHAR"), ("kernel_function", "VARCHAR"),
+        ("workload_type", "VARCHAR"), ("num_metrics", "INTEGER"), ("duration_ns", "DOUBLE"),
+        *((col, "DOUBLE") for col in LAUNCH_METRICS),  # DuckDB casts to the column types on insert
+    ),
+    "metrics": (
+        ("launch_idx", "INTEGER"), ("key", "INTEGER"), ("instance", "INTEGER"),
+        ("correlation_id", "UBIGINT"), ("correlation_name", "VARCHAR"),
+        ("v_float", "DOUBLE"), ("v_int", "UBIGINT"), ("value_string", "VARCHAR"),
+    ),
+    "metric_info": (("key", "INTEGER"), ("name", "VARCHAR"), ("unit", "VARCHAR"), ("metric_type", "VARCHAR")),
+    "sass_counts": (
+        ("launch_idx", "INTEGER"), ("pc", "UBIGINT"), ("function_pc", "UBIGINT"), ("func_offset", "BIGINT"),
+        *((col, "BIGINT") for col in SASS_METRICS), ("pcsamp_samples_not_issued", "BIGINT"),
+    ),
+    "sass_code": (
+        ("launch_idx", "INTEGER"), ("pc", "UBIGINT"), ("opcode", "VARCHAR"), ("opcode_full", "VARCHAR"),
+        ("guard", "VARCHAR"), ("sass", "VARCHAR"), ("source_file", "VARCHAR"), ("source_line", "INTEGER"),
+    ),
+    "stalls": (
+        ("launch_idx", "INTEGER"), ("pc", "UBIGINT"), ("reason", "VARCHAR"),
+        ("samples", "BIGINT"), ("samples_not_issued", "BIGINT"),
+    ),
+    "opcodes": (
+        ("launch_idx", "INTEGER"), ("opcode", "VARCHAR"), ("executed", "BIGINT"),
+        ("thread_executed", "BIGINT"), ("source", "VARCHAR"),
+    ),
+    "ncu_rules": (
+        ("launch_idx", "INTEGER"), ("rule_idx", "INTEGER"), ("rule_id", "VARCHAR"), ("section_id", "VARCHAR"),
+        ("name", "VARCHAR"), ("title", "VARCHAR"), ("message", "VARCHAR"), ("msg_type", "VARCHAR"),
+        ("speedup_type", "VARCHAR"), ("estimated_speedup", "DOUBLE"),
+    ),
+}
+
+# The longest line DuckDB's CSV reader accepts (a value of a report, quoted): its default,
+# 2 MB, would refuse a long text value. Reading costs the same either way.
+MAX_LINE_BYTES = 1 << 30
+
+
+class StagingError(ValueError):
+    """A value that its column cannot hold (a report that gives text where a number
+    belongs, or text that is not Unicode)."""
+
+
+def _text(v: str) -> str:
+    return '"' + v.replace('"', '""') + '"'
+
+
+def _integer(v: int) -> str:
+    return str(index(v))  # a float or text is refused, not truncated or passed on
+
+
+def _double(v: float) -> str:
+    if type(v) is not float:
+        return repr(float(index(v)))
+    if v != v and copysign(1.0, v) < 0:  # repr drops a NaN's sign; DuckDB reads it back from "-nan"
+        return "-nan"
+    return repr(v)
+
+
+_FORMAT: dict[str, Callable[[object], str]] = {
+    "VARCHAR": _text, "INTEGER": _integer, "BIGINT": _integer, "UBIGINT": _integer, "DOUBLE": _double,  # type: ignore[dict-item]
+}
+
+
+def write(path: Path, table: str, columns: Mapping[str, Sequence[object]]) -> None:
+    """Write staged table `table`, given as {column: values} (None is NULL), to `path`.
+    Raises StagingError for a value its column cannot hold, OSError where the file
+    cannot be written."""
+    names = [c for c, _ in STAGES[table]]
+    out = []
+    for col, kind in STAGES[table]:
+        fmt = _FORMAT[kind]
+        try:
+            out.append(["" if v is None else fmt(v) for v in columns[col]])
+        except (TypeError, AttributeError) as e:
+            raise StagingError(f"its {table}.{col} holds a value of the wrong type ({e})") from None
+    lines = [",".join(names), *map(",".join, zip(*out))] if out and out[0] else [",".join(names)]
+    try:
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+    except UnicodeError as e:
+        raise StagingError(f"its {table} data holds text that is not Unicode ({e.reason})") from None
+    with open(path, "wb") as f:
+        f.write(data)
 
 
 def stage_file(out: Path, table: str, reader: int) -> Path:
     """Where reader number `reader` writes staged table `table`."""
-    return out / f"{table}.{reader}.parquet"
+    return out / f"{table}.{reader}.csv"
 
 
-def source(out: Path, table: str, readers: int) -> str:
-    """A DuckDB table expression for staged table `table` as the `readers` readers wrote
-    it into `out` (rows in reader order: ids, not row order, tie them up)."""
-    files = ", ".join(_literal(str(stage_file(out, table, i))) for i in range(readers))
-    return f"read_parquet([{files}])"
+def read_sql(out: Path, table: str, readers: int, *, reader_column: bool = False) -> str:
+    """A DuckDB query of staged table `table` as the `readers` readers wrote it into `out`,
+    in reader order; with `reader_column`, each row's reader number as column `reader`."""
+    columns = "{" + ", ".join(f"{_literal(c)}: {_literal(t)}" for c, t in STAGES[table]) + "}"
+    parts = []
+    for i in range(readers):
+        extra = f", {i} AS reader" if reader_column else ""
+        parts.append(f"SELECT *{extra} FROM read_csv({_literal(str(stage_file(out, table, i)))}, header = true, "
+                     f"columns = {columns}, auto_detect = false, delim = ',', quote = '\"', escape = '\"', "
+                     f"nullstr = '', allow_quoted_nulls = false, max_line_size = {MAX_LINE_BYTES})")
+    return " UNION ALL ".join(parts)
 
 
 def _literal(text: str) -> str:

@@ -28,10 +28,13 @@ from wsperf.collectors.store import HISTORY_TABLES, TABLES, check_store, open_st
 
 COMPARE = ROOT / "fixtures" / "compare"
 HEALTHY_A, HEALTHY_B = COMPARE / "cmp_healthy_a.ncu-rep.gz", COMPARE / "cmp_healthy_b.ncu-rep.gz"
-# A load long enough to be killed in the middle of: the largest report first (its rows
-# are written, uncommitted, while the others are still being read).
+# A load long enough to be killed in the middle of, and to hold the store while other
+# commands start (~5 s on 2 cores; four reports, ~3.8 s, were once done before a command
+# started beside it on a busy machine got to the lock): the largest report first (its
+# rows are written, uncommitted, while the others are still being read).
 LONG = [REPORTS / n for n in ("multi_launch.ncu-rep", "gemm_ffma.ncu-rep", "ws_stream_consumer.ncu-rep",
-                              "ws_stream_fewctas.ncu-rep")]
+                              "ws_stream_fewctas.ncu-rep", "ws_stream_producer.ncu-rep", "ws_stream_serialized.ncu-rep",
+                              "ws_stream_spill.ncu-rep", "ws_stream_healthy1.ncu-rep", "triton_matmul.ncu-rep")]
 ALL = (*TABLES, *HISTORY_TABLES, "role_pcs")
 
 
