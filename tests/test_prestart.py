@@ -209,3 +209,26 @@ def test_a_report_without_per_pc_metrics_disassembles_nothing(tmp_path, monkeypa
     tool = find_binary("nvdisasm")
     assert cubin.uncached(module, tool, module.code) == sorted(set(module.code) - {KERNEL})
     assert len(list((tmp_path / "cache" / "sass").iterdir())) == 1
+
+
+def test_a_prefetch_stages_the_metrics_tables_before_the_code_and_each_table_once(tmp_path):
+    # While nvdisasm lists the code, the reader writes what the metrics part read; the code
+    # part then writes its own tables only, and a table gets written again only if rows
+    # came since (the load reads the files once the reader says "done").
+    from wsperf.collectors import ncu_reader, staging
+
+    reader = ncu_reader._Reader(str(REPORT), "gemm", tmp_path, 0, units=False)
+    reader.read(0, staging.METRICS)
+    reader.stage_metrics()
+    early = {t: staging.stage_file(tmp_path, t, 0) for t in staging.STAGES}
+    assert {t for t, f in early.items() if f.exists()} == set(ncu_reader.METRICS_TABLES)
+    written = {t: (f.read_bytes(), f.stat().st_mtime_ns) for t, f in early.items() if f.exists()}
+    reader.read(0, staging.CODE)
+    reader.finish()
+    assert all(f.exists() for f in early.values())
+    assert {t: (early[t].read_bytes(), early[t].stat().st_mtime_ns) for t in written} == written
+    reader.cols["stalls"]["launch_idx"].append(0)
+    for col in ("pc", "reason", "samples", "samples_not_issued"):
+        reader.cols["stalls"][col].append({"pc": 2 ** 63, "reason": "late"}.get(col))
+    reader._write()
+    assert early["stalls"].read_bytes() == written["stalls"][0] + f"0,{2 ** 63},\"late\",,\n".encode()
