@@ -317,6 +317,17 @@ class Disassembly:
             self._proc.kill()
 
 
+def keep_output(sha256: str, nvdisasm: str, out: Path) -> None:
+    """Store in the cache the functions that `start_output` listed into `out` (for a cubin
+    of that SHA-256), where nobody read them; nothing when the file is empty or unreadable."""
+    try:
+        text = out.read_bytes()
+    except OSError:
+        return
+    for function, insns in (parse(text.decode("utf-8", "replace")) if text else {}).items():
+        store_cached(sha256, nvdisasm, function, insns)
+
+
 def split_sass(text: str) -> tuple[str | None, str | None]:
     """('@!P0', 'SYNCS.PHASECHK.TRANS64.TRYWAIT') from '@!P0 SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ+0x8], R2 ;'."""
     parts = text.split()

@@ -132,6 +132,7 @@ def _serve() -> int:
                     meta["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
                 reader = None
                 emit(done=meta)
+                _SASS.settle()  # after the answer: the load goes on meanwhile
             else:
                 reader = None
                 emit(done=None)
@@ -211,6 +212,16 @@ class _Sass:
 
     def forget(self, path: str) -> None:
         self.reports.pop(path, None)
+
+    def settle(self) -> None:
+        """Keep in the disassembly cache what another process's nvdisasm has listed that
+        no load here asked for: a function named in the report but whose launch has no
+        per-PC metrics (a report mixing section sets). The early start cannot tell; cached,
+        it is not listed again by the next command on the same report."""
+        for sha, (out, _listed) in list(self.external.items()):
+            if out.is_file() and self.tool is not None:
+                del self.external[sha]
+                cubin.keep_output(sha, self.tool, out)
 
     def _cubin(self, path: str, name: str) -> cubin.Cubin | None:
         if self.tool is None:

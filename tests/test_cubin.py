@@ -9,6 +9,7 @@ import os
 import random
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,26 @@ def test_damaged_elf_headers_never_raise():
         found = cubin.find_cubins(bytes(damaged))
         assert all(isinstance(c, cubin.Cubin) for c in found)
         cubin.functions(found)
+
+
+def test_what_an_early_start_listed_for_nothing_is_kept_for_next_time(tmp_path, monkeypatch):
+    # prestart lists every function named in the report; one whose launch has no per-PC
+    # metrics is never asked for by the load. The reader keeps it in the cache once the
+    # load has its answer, so that the next command on the same report does not list it.
+    from wsperf.collectors import ncu_reader
+
+    monkeypatch.setenv("WSPERF_CACHE_DIR", str(tmp_path / "cache"))
+    tool = find_binary("nvdisasm")
+    (module,) = cubin.find_cubins(GEMM.read_bytes())
+    out = tmp_path / f"{module.sha256}.sass"
+    assert cubin.start_output(module, [KERNEL], tool, out)
+    sass = ncu_reader._Sass()
+    sass.external[module.sha256] = (out, [KERNEL])
+    deadline = time.monotonic() + 60
+    while not out.exists() and time.monotonic() < deadline:
+        sass.settle()  # nothing to keep while nvdisasm still runs
+        assert sass.external and cubin.uncached(module, tool, [KERNEL]) == [KERNEL]
+        time.sleep(0.01)
+    sass.settle()
+    assert not sass.external and cubin.uncached(module, tool, module.code) == sorted(set(module.code) - {KERNEL})
+    assert len(cubin.load_cached(module.sha256, tool, KERNEL)) == 28672 // 16
