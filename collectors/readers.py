@@ -61,8 +61,13 @@ class Worker:
 
     def send(self, msg: dict, state: str) -> None:
         self.state = state
-        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")  # type: ignore[union-attr]
-        self.proc.stdin.flush()  # type: ignore[union-attr]
+        try:
+            self.proc.stdin.write(json.dumps(msg).encode() + b"\n")  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+        except BrokenPipeError:
+            # The reader is gone (killed from outside, or crashed): its end of output comes
+            # as an event, and the load says why from its exit status.
+            pass
 
     def stop(self, kill: bool) -> None:
         if kill:
@@ -240,6 +245,13 @@ class ReaderPool:
         for w in workers:
             if w.state == "dead":
                 rc = w.proc.wait()
+                if rc < 0 and -rc not in _CRASHES:
+                    # Not a crash: a signal from outside (the system's out-of-memory killer
+                    # sends SIGKILL); the report is not to blame.
+                    raise ReportError(f"{p}: its reader process was killed ({_signal_name(-rc)}) while reading it, "
+                                      "not by wsperf: most often by the system's out-of-memory killer (reading a "
+                                      "report takes several times its size in memory; `dmesg` says), else by "
+                                      "another process; nothing was stored")
                 if rc < 0:
                     raise ReportError(f"{p}: ncu_report crashed ({_signal_name(-rc)}) while reading it: the report "
                                       "is damaged; collect it again, or check it by opening it in Nsight Compute")
@@ -267,6 +279,12 @@ _POOLS: dict[int, ReaderPool] = {}
 def pool() -> ReaderPool:
     # By process id: a forked copy of this process must not talk to its parent's readers.
     return _POOLS.setdefault(os.getpid(), ReaderPool())
+
+
+# What a process does to itself when its code fails (a damaged report makes ncu_report
+# read out of bounds: SIGSEGV); any other signal came from outside.
+_CRASHES = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE, signal.SIGILL, signal.SIGSYS,
+            signal.SIGTRAP}
 
 
 def _signal_name(num: int) -> str:

@@ -170,6 +170,36 @@ def test_sigkill_mid_load_keeps_exactly_the_previous_history(base, tmp_path, whe
         con.close()
 
 
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_reader_killed_from_outside_is_not_called_a_damaged_report(tmp_path, sig):
+    # What the system's out-of-memory killer does to a reader (SIGKILL), or another
+    # process: one Error line that says so, not "ncu_report crashed: the report is damaged"
+    # (that is for a reader that crashes by itself: tests/test_loader.py); nothing stored.
+    db = tmp_path / "store.duckdb"
+    p = start("analyze", *LONG, "--db", db, "--label", "killed", log=tmp_path / "stderr.txt")
+    try:
+        # Once the store is open the first report (multi_launch: three readers, ~1 s) is read.
+        wait_until(p, lambda: readers(p.pid) and holds_open(p.pid, db), "the store open and the readers reading")
+        deadline = time.monotonic() + 120
+        while p.poll() is None and time.monotonic() < deadline:  # each reader, until the command gives up
+            for pid in readers(p.pid):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    err = (tmp_path / "stderr.txt").read_text()
+    assert p.returncode == 2 and err.count("Error:") == 1 and "Traceback" not in err, err
+    assert f"reader process was killed ({signal.Signals(sig).name})" in err and "out-of-memory killer" in err, err
+    assert "damaged" not in err and "nothing was stored" in err
+    con = open_store(db, read_only=True)
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+    con.close()
+
+
 def test_two_writers_started_at_once_both_succeed(tmp_path):
     db = tmp_path / "shared.duckdb"
     ps = [start("analyze", r, "--db", db, "--tag", "ci", "--format", "json", log=tmp_path / f"{i}.txt")
