@@ -113,7 +113,9 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
             con.execute("INSERT INTO reports BY NAME SELECT $report_id AS report_id, "
                         + ", ".join(f"${k} AS {k}" for k in report), {**report, "report_id": report_id})
             rows = {"reports": 1}
-            staged = {t: f"({read_sql(Path(out), t, readers, reader_column=t in _BY_READER)})" for t in STAGES}
+            longest = max((m.get("longest_row", 0) for m in metas), default=0)
+            staged = {t: f"({read_sql(Path(out), t, readers, reader_column=t in _BY_READER, longest=longest)})"
+                      for t in STAGES}
             for table, sql in _INSERTS:
                 params = {"base": base, "report_id": report_id} if "$report_id" in sql else {"base": base}
                 ((n,),) = con.execute(_STAGED.sub(lambda m: staged[m.group(1)], sql), params).fetchall()

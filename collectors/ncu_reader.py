@@ -654,7 +654,8 @@ class _Reader:
             if self.written.get(table) == rows:  # written before, and no row came since
                 continue
             try:
-                staging.write(staging.stage_file(self.out, table, self.reader), table, self.cols[table])
+                longest = staging.write(staging.stage_file(self.out, table, self.reader), table, self.cols[table])
+                self.meta["longest_row"] = max(self.meta.get("longest_row", 0), longest)
             except staging.StagingError as e:
                 raise ReportError(f"{self.report}: report is damaged: {e}; collect it again") from e
             self.written[table] = rows

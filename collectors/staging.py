@@ -113,9 +113,11 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
-# The longest line DuckDB's CSV reader accepts (a value of a report, quoted): its default,
-# 2 MB, would refuse a long text value. Reading costs the same either way.
-MAX_LINE_BYTES = 1 << 30
+# The longest line DuckDB's CSV reader accepts, at least: its default. A file with a
+# longer row (a long text value of a report) is read with a limit just above that row
+# (`write` returns it). Not one large limit for all: DuckDB 1.4 reserves buffers of 16x
+# the limit as it reads, and 1 GiB made every load fail under a 2 GiB `ulimit -v`.
+MIN_LINE_BYTES = 1 << 21
 
 
 class StagingError(ValueError):
@@ -144,8 +146,9 @@ _FORMAT: dict[str, Callable[[object], str]] = {
 }
 
 
-def write(path: Path, table: str, columns: Mapping[str, Sequence[object]]) -> None:
-    """Write staged table `table`, given as {column: values} (None is NULL), to `path`.
+def write(path: Path, table: str, columns: Mapping[str, Sequence[object]]) -> int:
+    """Write staged table `table`, given as {column: values} (None is NULL), to `path`;
+    the length of its longest row in bytes, at most (what `read_sql` needs to know).
     Raises StagingError for a value its column cannot hold, OSError where the file
     cannot be written."""
     names = [c for c, _ in STAGES[table]]
@@ -163,6 +166,7 @@ def write(path: Path, table: str, columns: Mapping[str, Sequence[object]]) -> No
         raise StagingError(f"its {table} data holds text that is not Unicode ({e.reason})") from None
     with open(path, "wb") as f:
         f.write(data)
+    return 4 * max(map(len, lines))  # characters, 4 UTF-8 bytes each at most
 
 
 def stage_file(out: Path, table: str, reader: int) -> Path:
@@ -170,16 +174,18 @@ def stage_file(out: Path, table: str, reader: int) -> Path:
     return out / f"{table}.{reader}.csv"
 
 
-def read_sql(out: Path, table: str, readers: int, *, reader_column: bool = False) -> str:
+def read_sql(out: Path, table: str, readers: int, *, reader_column: bool = False, longest: int = 0) -> str:
     """A DuckDB query of staged table `table` as the `readers` readers wrote it into `out`,
-    in reader order; with `reader_column`, each row's reader number as column `reader`."""
+    in reader order; with `reader_column`, each row's reader number as column `reader`.
+    `longest`: the longest row they wrote (what `write` returned), in bytes."""
+    max_line = max(MIN_LINE_BYTES, longest + 1)
     columns = "{" + ", ".join(f"{_literal(c)}: {_literal(t)}" for c, t in STAGES[table]) + "}"
     parts = []
     for i in range(readers):
         extra = f", {i} AS reader" if reader_column else ""
         parts.append(f"SELECT *{extra} FROM read_csv({_literal(str(stage_file(out, table, i)))}, header = true, "
                      f"columns = {columns}, auto_detect = false, delim = ',', quote = '\"', escape = '\"', "
-                     f"nullstr = '', allow_quoted_nulls = false, max_line_size = {MAX_LINE_BYTES})")
+                     f"nullstr = '', allow_quoted_nulls = false, max_line_size = {max_line})")
     return " UNION ALL ".join(parts)
 
 

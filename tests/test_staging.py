@@ -82,3 +82,19 @@ def test_integers_where_doubles_belong_are_doubles(tmp_path):
     con = duckdb.connect()
     (row,) = con.execute(f"SELECT duration_ns, grid_x, kernel_mangled FROM ({staging.read_sql(tmp_path, 'launches', 1)})").fetchall()
     assert row == (1500.0, float(2 ** 53 + 1), None)
+
+
+def test_a_row_longer_than_duckdbs_default_line_is_read_with_a_limit_just_above_it(tmp_path):
+    # A 3 MB text value: over DuckDB's default 2 MiB line. The limit comes from what the
+    # writer saw, not one huge limit for every load (DuckDB 1.4 reserves 16x it as it
+    # reads: a 1 GiB limit failed every load under `ulimit -v` 2 GiB).
+    cols = {"launch_idx": [0, 0], "opcode": ["X" * 3_000_000, "IMAD"], "executed": [1, 2],
+            "thread_executed": [None, 64], "source": ["sass", "sass"]}
+    longest = staging.write(staging.stage_file(tmp_path, "opcodes", 0), "opcodes", cols)
+    assert 3_000_000 < longest <= 4 * 3_000_100
+    sql = staging.read_sql(tmp_path, "opcodes", 1, longest=longest)
+    assert f"max_line_size = {longest + 1}" in sql
+    assert duckdb.connect().execute(sql).fetchall() == [(0, "X" * 3_000_000, 1, None, "sass"), (0, "IMAD", 2, 64, "sass")]
+    with pytest.raises(duckdb.Error):
+        duckdb.connect().execute(staging.read_sql(tmp_path, "opcodes", 1)).fetchall()
+    assert f"max_line_size = {staging.MIN_LINE_BYTES}" in staging.read_sql(tmp_path, "stalls", 1, longest=100)
