@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wsperf.collectors import prestart
-from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC, reader_count  # importable before pyarrow
+from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC, reader_count
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
 from wsperf.collectors.readers import Progress, pool

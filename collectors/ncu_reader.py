@@ -650,7 +650,7 @@ class _Reader:
                                     **{col: [info[i] for info in self.metric_info]
                                        for i, col in enumerate(("name", "unit", "metric_type"))}}
         for table in tables:
-            rows = len(self.cols[table]["launch_idx" if "launch_idx" in self.cols[table] else "key"])
+            rows = len(next(iter(self.cols[table].values())))
             if self.written.get(table) == rows:  # written before, and no row came since
                 continue
             try:

@@ -128,9 +128,11 @@ def _listings(snapshot: Path) -> dict[str, tuple[str, list[str]]]:
     except Exception:  # noqa: BLE001 - only speed is at stake: the reader looks again, and the load reports
         return {}
     for module in modules:
+        if len(module.data) > MAX_EARLY_CUBIN_BYTES:
+            continue
         out = snapshot.parent / f"{module.sha256}.sass"
         functions = cubin.uncached(module, tool, launched & set(module.code))
-        if len(module.data) <= MAX_EARLY_CUBIN_BYTES and cubin.start_output(module, functions, tool, out):
+        if cubin.start_output(module, functions, tool, out):
             started[module.sha256] = (str(out), functions)
     return started
 
