@@ -53,7 +53,7 @@ from wsperf.collectors.prestart import MAX_REPORT_BYTES, REPORT_MAGIC, reader_co
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import open_input, why
 from wsperf.collectors.readers import Progress, pool
-from wsperf.collectors.staging import STAGES, read_sql
+from wsperf.collectors.staging import METRICS_TABLES, STAGES, read_sql
 from wsperf.collectors.store import TABLES, transaction
 
 if TYPE_CHECKING:
@@ -103,24 +103,14 @@ def load_report(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], pr
             if progress is not None:
                 progress(launches, launches, f"{p.name}: already loaded")
             return LoadResult(report_id, p, digest, launches, True, {t: 0 for t in TABLES})
-        metas = pool().read(src, out, _reader_count(size), timeout_s, progress, shown=p, units=units)
-        readers = len(metas)
-        report = _report_row(p.resolve(), digest, size, metas)
         with transaction(con, f"report {p}"):
-            ((report_id, base),) = con.execute(
-                "SELECT (SELECT coalesce(max(report_id), 0) + 1 FROM reports),"
-                " (SELECT coalesce(max(launch_id), 0) + 1 FROM launches)").fetchall()
-            con.execute("INSERT INTO reports BY NAME SELECT $report_id AS report_id, "
-                        + ", ".join(f"${k} AS {k}" for k in report), {**report, "report_id": report_id})
-            rows = {"reports": 1}
-            longest = max((m.get("longest_row", 0) for m in metas), default=0)
-            staged = {t: f"({read_sql(Path(out), t, readers, reader_column=t in _BY_READER, longest=longest)})"
-                      for t in STAGES}
-            for table, sql in _INSERTS:
-                params = {"base": base, "report_id": report_id} if "$report_id" in sql else {"base": base}
-                ((n,),) = con.execute(_STAGED.sub(lambda m: staged[m.group(1)], sql), params).fetchall()
-                rows[table] = rows.get(table, 0) + n
-    return LoadResult(report_id, p, digest, report["num_launches"], False, rows)
+            ins = _Inserts(con, p, digest, size, Path(out))
+            # A prefetching reader writes the metrics parts first: they go in while it
+            # reads the code (nvdisasm often still listing it).
+            metas = pool().read(src, out, _reader_count(size), timeout_s, progress, shown=p, units=units,
+                                staged=lambda meta: ins.run([meta], early=True))
+            ins.run(metas, early=False)
+    return LoadResult(ins.report_id, p, digest, ins.launches, False, ins.rows)
 
 
 def load_reports(con: duckdb.DuckDBPyConnection, paths: Iterable[str | os.PathLike[str]], progress: Progress | None = None, *,
@@ -169,6 +159,10 @@ _INSERTS = (
 MAX_GUNZIP_BYTES = 8 << 30  # decompressed, for a .gz report (a decompression bomb is refused)
 GZIP_MAGIC = b"\x1f\x8b"
 _STAGED = re.compile(r"\b_wsperf_([a-z_]+)\b")
+# Inserts that read only tables of the metrics parts, which a prefetching reader writes
+# before the code parts (the rest read the code parts' tables, or what those inserted).
+_EARLY = frozenset(i for i, (_, sql) in enumerate(_INSERTS)
+                   if (reads := set(_STAGED.findall(sql))) and reads <= set(METRICS_TABLES))
 _BY_READER = ("metrics", "metric_info")  # a metric's key is its reader's
 _KIND = "an Nsight Compute report (.ncu-rep or .ncu-rep.gz)"
 _CHUNK = 1 << 20
@@ -230,6 +224,42 @@ def _snapshot(p: Path, dest: Path) -> tuple[str, int]:
 
 
 _reader_count = reader_count  # by this name here: tests/test_input_safety.py wraps it
+
+
+class _Inserts:
+    """The inserts of one load, inside its transaction: the report's row and those that
+    read the metrics parts' tables, early when a reader says it has written them (the
+    report facts known then are those of the metrics parts), then the rest."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, p: Path, digest: str, size: int, out: Path) -> None:
+        self.con, self.p, self.digest, self.size, self.out = con, p, digest, size, out
+        self.report_id = self.base = self.launches = 0
+        self.rows: dict[str, int] = {}
+        self.done: set[int] = set()  # positions in _INSERTS
+
+    def run(self, metas: list[dict], *, early: bool) -> None:
+        """The inserts not run yet (those of _EARLY only, when `early`), from the staged
+        tables of `metas`' readers."""
+        con = self.con
+        if not self.rows:
+            report = _report_row(self.p.resolve(), self.digest, self.size, metas)
+            ((self.report_id, self.base),) = con.execute(
+                "SELECT (SELECT coalesce(max(report_id), 0) + 1 FROM reports),"
+                " (SELECT coalesce(max(launch_id), 0) + 1 FROM launches)").fetchall()
+            con.execute("INSERT INTO reports BY NAME SELECT $report_id AS report_id, "
+                        + ", ".join(f"${k} AS {k}" for k in report), {**report, "report_id": self.report_id})
+            self.rows, self.launches = {"reports": 1}, report["num_launches"]
+        readers = len(metas)
+        longest = max((m.get("longest_row", 0) for m in metas), default=0)
+        staged = {t: f"({read_sql(self.out, t, readers, reader_column=t in _BY_READER, longest=longest)})"
+                  for t in STAGES}
+        for i, (table, sql) in enumerate(_INSERTS):
+            if i in self.done or (early and i not in _EARLY):
+                continue
+            params = {"base": self.base, "report_id": self.report_id} if "$report_id" in sql else {"base": self.base}
+            ((n,),) = con.execute(_STAGED.sub(lambda m: staged[m.group(1)], sql), params).fetchall()
+            self.rows[table] = self.rows.get(table, 0) + n
+            self.done.add(i)
 
 
 def _report_row(path: Path, digest: str, size: int, metas: list[dict]) -> dict:

@@ -21,7 +21,7 @@ from typing import Any
 from wsperf.collectors import cubin, staging
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import find_binary, why
-from wsperf.collectors.staging import ALL, CODE, LAUNCH_METRICS, METRICS, READER_MAX_RSS, SASS_METRICS, STAGES
+from wsperf.collectors.staging import ALL, CODE, LAUNCH_METRICS, METRICS, METRICS_TABLES, SASS_METRICS, STAGES, same_read
 
 
 DURATION = "gpu__time_duration.sum"
@@ -29,8 +29,6 @@ NS_PER_UNIT = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, 
 
 STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
 PCSAMP_PREFIX = "smsp__pcsamp_"
-# The staged tables that a launch's metrics part fills (its code part: sass_code, ncu_rules).
-METRICS_TABLES = tuple(t for t in STAGES if t not in ("sass_code", "ncu_rules"))
 PC_METRICS = frozenset(SASS_METRICS.values())  # a launch with none of these, nor PC sampling, has no code to read
 NOT_ISSUED = "_not_issued"
 OPCODE_METRIC = "sass__inst_executed_per_opcode"  # instances keyed by opcode name (text correlation ids)
@@ -69,7 +67,9 @@ def _serve() -> int:
                          "open" that repeats OPEN, whose tasks are then answered at once;
                          nvdisasm's listing of those functions of the cubin SHA256 is
                          (or will be) FILE (collectors/cubin.py, start_output)
-                                                          -> {"warmed": bool}
+                                   -> {"staged": {"spec": OPEN, "meta": {report facts}}}
+                         (as soon as the metrics parts' tables are written: the load
+                         inserts them while the code is read), then {"warmed": bool}
       {"warm": PATH}     start disassembling the kernels of the report at PATH (nvdisasm
                          in the background; without nvdisasm, ncu_report's set-up on one
                          PC), then forget the report           -> {"warmed": bool}
@@ -102,11 +102,10 @@ def _serve() -> int:
             elif "prefetch" in msg:
                 # nvdisasm may be running for this report already, started by prestart.
                 _SASS.external.update({sha: (Path(p), list(fs)) for sha, (p, fs) in msg.get("listings", {}).items()})
-                prefetched = _prefetch(msg["prefetch"])
+                prefetched = _prefetch(msg["prefetch"], emit)
                 warm = warm or prefetched is not None
                 emit(warmed=warm)
-            elif "open" in msg and prefetched is not None and all(
-                    msg.get(k) == v for k, v in prefetched[0].items()):
+            elif "open" in msg and prefetched is not None and same_read(prefetched[0], msg):
                 # The load of what was prefetched, by this reader alone: all of it is read.
                 reader, prefetched = prefetched[1], None
                 emit(opened={"launches": reader.launches, "warm": warm, "listed": True})
@@ -161,9 +160,10 @@ def _warm_up(path: str) -> bool:
         _SASS.forget(path)  # the jobs stay: the load's snapshot holds the same cubins
 
 
-def _prefetch(spec: dict) -> tuple[dict, _Reader] | None:
-    """Read all of the report of "open" message `spec` (one reader: it gets every task);
-    None when anything fails (the load then opens the report anew and reports it)."""
+def _prefetch(spec: dict, emit: Callable[..., None]) -> tuple[dict, _Reader] | None:
+    """Read all of the report of "open" message `spec` (one reader: it gets every task),
+    saying with `emit` when the metrics parts are staged; None when anything fails (the
+    load then opens the report anew and reports it; what it stages again is the same)."""
     if spec.get("readers") != 1 or spec.get("reader") != 0:
         return None
     try:
@@ -172,6 +172,7 @@ def _prefetch(spec: dict) -> tuple[dict, _Reader] | None:
         for idx in range(reader.launches):
             reader.read(idx, METRICS)
         reader.stage_metrics()
+        emit(staged={"spec": spec, "meta": dict(reader.meta)})
         for idx in range(reader.launches):
             reader.read(idx, CODE)
     except Exception:  # noqa: BLE001 - the load reads it again and says what is wrong
@@ -350,8 +351,9 @@ class _Reader:
                 if part == METRICS:  # its code part may come here too: no need to find them again
                     self.pcs[idx] = pcs
             if part != METRICS:
-                self._read_code(action, idx, pcs if pcs is not None else self.pcs.pop(idx, None))
+                # Rules first: ncu_report's alone, they need not wait for nvdisasm.
                 self._read_rules(action, idx)
+                self._read_code(action, idx, pcs if pcs is not None else self.pcs.pop(idx, None))
         except _Damaged as e:
             raise ReportError(f"{self.report}: report is truncated or damaged: action {idx} unreadable; collect "
                               "it again (or check it by opening it in Nsight Compute)") from e
@@ -568,18 +570,23 @@ class _Reader:
         lists (`pcs`, when the metrics part just read them in this process)."""
         if pcs is None:
             pcs = self._code_pcs(action)
+        ordered = sorted(pcs)
+        # The source lines first (ncu_report's), then the listing, which nvdisasm may still
+        # be writing.
+        lines = []
+        for pc in ordered:
+            info = action.source_info(pc)
+            lines.append((info.file_name(), info.line()) if info is not None else (None, None))
         base, listing = self._listing(action) if pcs else (0, None)
         rows = []
-        for pc in sorted(pcs):
+        for pc, (file, line) in zip(ordered, lines):
             known = listing.get(pc - base) if listing is not None else None
             # What nvdisasm did not list (or a launch it cannot place) is ncu_report's to say.
             text = cubin.as_ncu(known, base) if known is not None else action.sass_by_pc(pc) or ""
             guard, full = cubin.split_sass(text)
-            info = action.source_info(pc)
             rows.append({"launch_idx": idx, "pc": pc, "opcode": full.split(".", 1)[0] if full else None,
                          "opcode_full": full, "guard": guard, "sass": text or None,
-                         "source_file": info.file_name() if info is not None else None,
-                         "source_line": info.line() if info is not None else None})
+                         "source_file": file, "source_line": line})
         self._append("sass_code", rows)
 
     def _listing(self, action: Any) -> tuple[int, dict[int, str] | None]:
@@ -640,8 +647,8 @@ class _Reader:
             col.extend(row[name] for row in rows)
 
     def stage_metrics(self) -> None:
-        """Write the tables of the metrics parts now (a prefetch, while nvdisasm may still be
-        listing the code: ~0.07 s of a one-launch load off its last step)."""
+        """Write the tables of the metrics parts now (a prefetch): the load inserts them
+        while nvdisasm lists the code and this reader reads it."""
         self._write(METRICS_TABLES)
 
     def _write(self, tables: Iterable[str] = STAGES) -> None:

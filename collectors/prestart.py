@@ -232,7 +232,15 @@ def _spawn() -> tuple[subprocess.Popen, Path]:
         _dir.append(d)
         d.mkdir(mode=0o700)
     path = _dir[0] / f"prestarted-{len(_started) + 1}.stderr"
-    with open(path, "ab") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu_reader", "--serve"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-    return proc, path
+    return spawn_reader(path), path
+
+
+def spawn_reader(stderr_path: Path) -> subprocess.Popen:
+    """A reader process (`python -m wsperf.collectors.ncu_reader --serve`) whose stderr goes
+    to `stderr_path`. Its temporary files (nvdisasm's input) go into that file's directory,
+    which this process removes as it ends: a reader killed mid-task (the command
+    interrupted, a reader that hung) leaves nothing behind in TMPDIR."""
+    with open(stderr_path, "ab") as err:
+        return subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu_reader", "--serve"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                env={**os.environ, "TMPDIR": str(stderr_path.parent)})

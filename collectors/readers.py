@@ -20,7 +20,6 @@ import queue
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,11 +28,16 @@ from pathlib import Path
 
 from wsperf.collectors import prestart
 from wsperf.collectors.errors import ReportError
-from wsperf.collectors.staging import ALL, CODE, METRICS, READER_MAX_RSS
+from wsperf.collectors.staging import ALL, CODE, METRICS, READER_MAX_RSS, same_read
 
 Progress = Callable[[int, int, str], None]
 """progress(done, total, label): `done` of `total` launches of the current report read;
 `label` is '<file name>: <kernel>'. Called from the calling thread."""
+
+Staged = Callable[[dict], None]
+"""staged(meta): the tables of the metrics parts (staging.METRICS_TABLES) are written, the
+code parts not yet; `meta` holds the report facts known so far (launch count, first launch,
+start time, longest row). Called from the calling thread, at most once a load."""
 
 
 class Worker:
@@ -47,11 +51,7 @@ class Worker:
         self.code_warm = False  # has disassembled before: ncu_report's set-up is behind it
         self.listed = False  # started nvdisasm on the report it has open (it is the coder)
         self.retire = False  # grown too large: stop it after this load
-        if proc is None:
-            with open(stderr_path, "ab") as err:
-                proc = subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu_reader", "--serve"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-        self.proc = proc
+        self.proc = proc if proc is not None else prestart.spawn_reader(stderr_path)
         threading.Thread(target=self._pump, args=(events,), daemon=True).start()
 
     def _pump(self, events: queue.Queue) -> None:
@@ -69,9 +69,13 @@ class Worker:
             # as an event, and the load says why from its exit status.
             pass
 
-    def stop(self, kill: bool) -> None:
+    def stop(self, kill: bool, *, wait: bool = True) -> None:
+        """End the reader: kill it (`kill`) or let it finish its input, and reap it (`wait`;
+        not waited for, a killed process is reaped by whoever inherits it)."""
         if kill:
             self.proc.kill()
+            if not wait:
+                return
         try:
             self.proc.stdin.close()  # type: ignore[union-attr]
             self.proc.wait(timeout=5)
@@ -136,16 +140,20 @@ class ReaderPool:
         self.dir: Path | None = None
         self.spawned = 0
         self.adopted = False  # has taken readers started early (their directory is prestart's)
+        self.unreaped: list[subprocess.Popen] = []  # killed by close(), not waited for
 
     def read(self, p: Path, out: Path, n: int, timeout_s: float, progress: Progress | None, *,
-             shown: Path | None = None, units: bool = True) -> list[dict]:
+             shown: Path | None = None, units: bool = True, staged: Staged | None = None) -> list[dict]:
         """Have `n` readers read report `p` into `out` (the metrics' units too, when
         `units`); their metadata, by reader. Messages name `shown` (the path the user
-        gave) when `p` is a decompressed copy."""
+        gave) when `p` is a decompressed copy. `staged` is called when a reader that
+        prefetched the report (collectors/prestart.py) has written its metrics parts,
+        before the code parts (what the caller can do meanwhile); other loads write all
+        tables at the end and never call it."""
         with self.lock:
             workers = self._take(n)
             try:
-                return self._run(workers, p, out, timeout_s, progress, shown or p, units)
+                return self._run(workers, p, out, timeout_s, progress, shown or p, units, staged)
             finally:
                 # Whoever finished cleanly goes back; the rest are stopped (crashed,
                 # hung, or interrupted mid-task and so out of step with us).
@@ -178,13 +186,15 @@ class ReaderPool:
         return taken
 
     def _run(self, workers: list[Worker], src: Path, out: Path, timeout_s: float, progress: Progress | None,
-             p: Path, units: bool) -> list[dict]:
+             p: Path, units: bool, staged: Staged | None) -> list[dict]:
+        opens = []
         for i, w in enumerate(workers):
             # The reader may not share our working directory for long: an absolute path
             # to open, and the path as given for its messages.
             # The first reader (a warm one, when there is one: `_take`) serves the code.
-            w.send({"open": os.path.abspath(src), "name": str(p), "out": str(out), "reader": i,
-                    "readers": len(workers), "coder": i == 0, "units": units}, "opening")
+            opens.append({"open": os.path.abspath(src), "name": str(p), "out": str(out), "reader": i,
+                          "readers": len(workers), "coder": i == 0, "units": units})
+            w.send(opens[-1], "opening")
         index = {id(w): i for i, w in enumerate(workers)}
         metas: list[dict | None] = [None] * len(workers)
         error: str | None = None
@@ -215,6 +225,12 @@ class ReaderPool:
                 error = error or "a reader died"
             elif "warmed" in msg:  # the early warm-up (prestart) is done; nothing to hand out
                 w.code_warm |= bool(msg["warmed"])
+            elif "staged" in msg:
+                # A prefetch wrote its metrics parts: this load's, when it asks for that very
+                # read (else the reader reads anew on our "open", and writes them again).
+                if staged is not None and error is None and same_read(msg["staged"]["spec"], opens[i]):
+                    staged(msg["staged"]["meta"])
+                    staged = None
             elif "opened" in msg:
                 w.state = "opened"
                 total, w.code_warm = msg["opened"]["launches"], msg["opened"]["warm"]
@@ -265,8 +281,11 @@ class ReaderPool:
         with self.lock:
             for w in self.idle:
                 # An idle reader holds nothing unsaved: killing it spares the ~0.1 s its
-                # interpreter and ncu_report take to tear down, at the end of every command.
-                w.stop(kill=True)
+                # interpreter and ncu_report take to tear down, at the end of every command,
+                # and not waiting for it the ~15 ms the system takes to free its memory
+                # (this runs as the process exits; an idle reader writes nothing).
+                w.stop(kill=True, wait=False)
+            self.unreaped.extend(w.proc for w in self.idle)  # kept: no 'still running' warning
             self.idle = []
             if self.dir is not None:
                 shutil.rmtree(self.dir, ignore_errors=True)

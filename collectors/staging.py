@@ -22,6 +22,7 @@ The standard library only: the command imports this before it knows it will read
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from math import copysign
 from operator import index
@@ -113,6 +114,10 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
+# The tables of the launches' METRICS parts: a prefetching reader writes them before it
+# reads the code, and the load inserts them while it waits for the rest (collectors/ncu.py).
+METRICS_TABLES = tuple(t for t in STAGES if t not in ("sass_code", "ncu_rules"))
+
 # The longest line DuckDB's CSV reader accepts, at least: its default. A file with a
 # longer row (a long text value of a report) is read with a limit just above that row
 # (`write` returns it). Not one large limit for all: DuckDB 1.4 reserves buffers of 16x
@@ -164,8 +169,12 @@ def write(path: Path, table: str, columns: Mapping[str, Sequence[object]]) -> in
         data = ("\n".join(lines) + "\n").encode("utf-8")
     except UnicodeError as e:
         raise StagingError(f"its {table} data holds text that is not Unicode ({e.reason})") from None
-    with open(path, "wb") as f:
+    # Written whole under another name, then renamed: a table written again (a prefetch that
+    # failed after its metrics part, read anew) never shows a reader half a file.
+    part = path.with_name(path.name + ".part")
+    with open(part, "wb") as f:
         f.write(data)
+    os.replace(part, path)
     return 4 * max(map(len, lines))  # characters, 4 UTF-8 bytes each at most
 
 
@@ -187,6 +196,14 @@ def read_sql(out: Path, table: str, readers: int, *, reader_column: bool = False
                      f"columns = {columns}, auto_detect = false, delim = ',', quote = '\"', escape = '\"', "
                      f"nullstr = '', allow_quoted_nulls = false, max_line_size = {max_line})")
     return " UNION ALL ".join(parts)
+
+
+def same_read(prefetch: Mapping[str, object], open_msg: Mapping[str, object]) -> bool:
+    """Whether the "open" message `open_msg` asks for the read that a reader prefetched
+    for the "open" message `prefetch` (collectors/ncu_reader.py, _serve): the same
+    snapshot, directory, reader and options; then that reader's staged tables are the
+    load's."""
+    return all(open_msg.get(k) == v for k, v in prefetch.items())
 
 
 def _literal(text: str) -> str:

@@ -508,9 +508,12 @@ def test_a_signal_during_start_up_unwinds_like_ctrl_c(tmp_path):
     # 0.05 s: often inside DuckDB's native initialization (an exception raised there used
     # to abort the process); 0.2-0.45 s: the command's modules importing (a class body's
     # __set_name__ wrapped the exception in a RuntimeError; compiling a module dropped it).
+    # A second, larger report keeps the command running past the last delay (one small
+    # report is analyzed in ~0.45 s, start-up included, on a 2-core machine).
     for sig, delay in ((signal.SIGTERM, 0.0), (signal.SIGTERM, 0.05), (signal.SIGTERM, 0.2), (signal.SIGHUP, 0.1),
                        (signal.SIGTERM, 0.3), (signal.SIGTERM, 0.38), (signal.SIGTERM, 0.45)):
-        p = subprocess.Popen([wsperf_exe(), "analyze", str(corpus.BASIC)], stdout=subprocess.DEVNULL,
+        p = subprocess.Popen([wsperf_exe(), "analyze", str(corpus.BASIC), str(corpus.REPORTS / "multi_launch.ncu-rep")],
+                             stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, env={**ENV, "TMPDIR": str(scratch)})
         deadline = time.monotonic() + 30
         while not _catches(p.pid, sig) and p.poll() is None and time.monotonic() < deadline:

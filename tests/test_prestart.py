@@ -68,12 +68,17 @@ def test_the_first_reader_gets_ahead_on_the_report():
     timer = threading.Timer(120, first.kill)  # a hung reader fails the test, not the suite
     timer.start()
     try:
+        staged = json.loads(first.stdout.readline())
+        # Said as soon as they are written: the load inserts them while the code is read.
+        metrics = Path(staged["staged"]["spec"]["out"]) / "metrics.0.csv"
+        rows = metrics.read_text().count("\n") - 1
         answer = first.stdout.readline()
     finally:
         timer.cancel()
         for proc, _ in procs:
             proc.kill()
             proc.wait()
+    assert staged["staged"]["meta"]["total"] == 1 and rows > 2000, (staged, rows)
     assert json.loads(answer) == {"warmed": True}, answer  # read ahead, or nvdisasm under way
 
 
