@@ -61,6 +61,37 @@ def test_the_load_takes_the_warmed_readers():
     assert n == 1779
 
 
+def _tables(con) -> dict[str, list[str]]:
+    """Every stored table's rows in storage order, as text (a NaN equals a NaN)."""
+    out = {}
+    for table in ("reports", "launches", "metrics", "sass", "stalls", "opcodes", "ncu_rules"):
+        cur = con.execute(f"SELECT * FROM {table} ORDER BY rowid")
+        cols = [d[0] for d in cur.description]
+        out[table] = [repr({c: v for c, v in zip(cols, row) if c not in ("loaded_at", "path")}) for row in cur.fetchall()]
+    return out
+
+
+@pytest.mark.parametrize("name", ["gemm_wgmma_tma.ncu-rep", "gemm_ffma.ncu-rep", "gemm_wgmma_tma_basic.ncu-rep"])
+def test_a_prefetched_load_stores_its_metrics_parts_early_and_the_same_rows(monkeypatch, name):
+    """The prefetching reader says when the metrics parts are written, and the load
+    inserts them then, before the code parts: what is stored is row for row what a load
+    without the early start stores."""
+    report = REPORTS / name
+    readers.pool().close()
+    runs: list[bool] = []
+    run = ncu._Inserts.run
+    monkeypatch.setattr(ncu._Inserts, "run", lambda self, metas, *, early: runs.append(early) or run(self, metas, early=early))
+    assert prestart.start_for("analyze", [str(report)]) >= 1
+    early = open_store(None)
+    load_reports(early, [report], units=False)
+    assert runs == [True, False]  # the metrics parts went in while the code was read
+    runs.clear()
+    plain = open_store(None)
+    load_reports(plain, [report], units=False)
+    assert runs == [False]
+    assert _tables(early) == _tables(plain)
+
+
 def test_the_first_reader_gets_ahead_on_the_report():
     assert prestart.start_for("analyze", [str(REPORT)]) >= 1
     procs = prestart.take()
