@@ -62,7 +62,7 @@ CACHE_FORMAT = 2  # 2: one file a function (1: a file a cubin)
 
 _FUNC_HEADER = re.compile(r"^\s*\.text\.(\S+):\s*$")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
-_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$")
+_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*)$")  # the text's trailing " ;" goes in parse
 _ANNOTATION = re.compile(r"\s*\(\*.*?\*\)\s*$")
 _LABEL_REF = re.compile(r"`\((\.L_x_\d+)\)")
 _TARGET = re.compile("\0(\\d+)\0")  # a resolved label: its instruction's offset in the function
@@ -343,28 +343,32 @@ def parse(out: str) -> Listing:
     cur_labels: dict[str, int] = {}
     pending: list[str] = []
     for line in out.splitlines():
-        m = _FUNC_HEADER.match(line)
-        if m:
-            current = funcs.setdefault(m.group(1), [])
-            cur_labels = labels.setdefault(m.group(1), {})
-            pending = []
-            continue
-        if current is None:
-            continue
-        m = _LABEL.match(line)
-        if m:
-            pending.append(m.group(1))
-            continue
-        m = _INSN.match(line)
-        if m:
-            offset = int(m.group(1), 16)
-            for name in pending:
-                cur_labels[name] = offset
-            pending = []
-            current.append((offset, _ANNOTATION.sub("", m.group(2)).rstrip(" ;")))
+        # One pattern a line, chosen by how the line starts (a line of code starts with its
+        # offset in a comment): three tries a line were most of the time taken here.
+        first = line.lstrip()[:2]
+        if first == "/*":
+            m = _INSN.match(line) if current is not None else None
+            if m:
+                offset = int(m.group(1), 16)
+                for name in pending:
+                    cur_labels[name] = offset
+                pending = []
+                text = m.group(2).rstrip()
+                text = text[:-1].rstrip() if text.endswith(";") else text
+                current.append((offset, (_ANNOTATION.sub("", text) if "(*" in text else text).rstrip(" ;")))
+        elif first == ".L" and current is not None:
+            m = _LABEL.match(line)
+            if m:
+                pending.append(m.group(1))
+        elif first == ".t":
+            m = _FUNC_HEADER.match(line)
+            if m:
+                current = funcs.setdefault(m.group(1), [])
+                cur_labels = labels.setdefault(m.group(1), {})
+                pending = []
     # Code refers to labels of its own function only (calls name the function).
     return {f: {off: _LABEL_REF.sub(lambda r, L=labels[f]: f"\0{L[r.group(1)]}\0" if r.group(1) in L
-                                    else r.group(0), text) for off, text in insns}
+                                    else r.group(0), text) if "`(" in text else text for off, text in insns}
             for f, insns in funcs.items()}
 
 

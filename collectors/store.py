@@ -23,6 +23,7 @@ import os
 import re
 import stat
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -335,3 +336,48 @@ def _check_version(con: duckdb.DuckDBPyConnection, where: object) -> None:
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+def run_spread(con: duckdb.DuckDBPyConnection, items: list, run: Callable[[duckdb.DuckDBPyConnection, list], None],
+               workers: int = 2) -> None:
+    """run(connection, share) for `workers` shares of `items` at once (item k in share
+    k % workers): the first on `con` in this thread, each other on a cursor of `con` in a
+    thread of its own (DuckDB plans and runs a query without Python's lock); all on `con`,
+    in order, while a transaction is open on it (a cursor is another connection, which
+    cannot see the rows it has not committed). The first exception raised in any is raised."""
+    shares = [items[k::workers] for k in range(workers)] if workers > 1 and not in_transaction(con) else [items]
+    errors: list[BaseException] = []
+    threads = []
+    for share in (s for s in shares[1:] if s):
+        cursor = con.cursor()
+
+        def work(c: duckdb.DuckDBPyConnection = cursor, part: list = share) -> None:
+            try:
+                run(c, part)
+            except BaseException as e:  # noqa: BLE001 - raised in the caller's thread below
+                errors.append(e)
+            finally:
+                c.close()
+
+        threads.append(threading.Thread(target=work, name="wsperf-spread", daemon=True))
+        threads[-1].start()
+    try:
+        run(con, shares[0])
+    finally:
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+
+
+def each(con: duckdb.DuckDBPyConnection, tasks: list[Callable[[duckdb.DuckDBPyConnection], None]]) -> None:
+    """For run_spread: every task of a share, in order, on its connection."""
+    for task in tasks:
+        task(con)
+
+
+def in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether a transaction is open on `con`: then two statements run in one transaction
+    (outside, each in its own). Asking DuckDB to begin one would abort the open one."""
+    (first,), (second,) = (con.execute("SELECT txid_current()").fetchall()[0] for _ in range(2))
+    return first == second

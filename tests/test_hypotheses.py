@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from wsperf.analyses import hypotheses
-from wsperf.analyses.analyze import launch_ids_of_reports, prepare
+from wsperf.analyses.analyze import analyze, launch_ids_of_reports, prepare
 from wsperf.analyses.hypotheses import REQUIRED_KEYS, Status, catalogue, evaluate, parse_header
 from wsperf.collectors.ncu import load_reports
-from wsperf.collectors.store import open_store, transaction
+from wsperf.collectors.store import in_transaction, open_store, transaction
 from wsperf.collectors.timeline import load_timeline
 from wsperf.queries import query_names, read_query
 
@@ -216,3 +216,16 @@ def test_inside_an_open_transaction_the_hypotheses_see_its_rows():
         inside = _table(evaluate(con, ids))
     assert _table(evaluate(con, ids)) == inside
     assert {f[1] for fs in inside.values() for f in fs} & {Status.confirmed, Status.rejected}
+
+
+def test_analyze_spread_over_two_connections_equals_analyze_on_one(analyzed):
+    # analyze runs the role tables beside the summaries, then the verdicts beside the roles,
+    # on `con` and a cursor of it; inside an open transaction all of it runs on `con`, in
+    # order (collectors/store.run_spread). Every launch of every fixture report: the same.
+    assert not in_transaction(analyzed)
+    spread = [repr(a) for a in analyze(analyzed, expect=["tma"])]
+    with transaction(analyzed, "an analysis on one connection"):
+        assert in_transaction(analyzed)
+        serial = [repr(a) for a in analyze(analyzed, expect=["tma"])]
+    assert len(spread) == analyzed.execute("SELECT count(*) FROM launches").fetchone()[0] > 20
+    assert spread == serial
