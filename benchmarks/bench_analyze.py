@@ -18,7 +18,8 @@ busy with other work weighs on both alike (median of N, default 5):
            (after the command's imports), as before collectors/prestart.py
   help     `wsperf --help`
 
-and prints the medians and the ratios to bare. wsperf's bytecode is compiled first, as an
+and prints the medians and the ratios to bare: of the medians, and the median of each
+round's own ratio (a machine whose speed drifts between rounds moves both sides alike). wsperf's bytecode is compiled first, as an
 installed program has it: where PYTHONDONTWRITEBYTECODE is set (some CI images and
 containers set it), Python would otherwise compile every module changed since its last
 .pyc on every run (~35 ms a command on this package's hot path, and more in the reader). Targets: analyze <= 1.0 s wall and <= 4x
@@ -113,10 +114,15 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in times.items()}
     for k, v in times.items():
         print(f"{k:8s} median {med[k]:.3f} s   (min {min(v):.3f}, max {max(v):.3f}, n={len(v)})")
-    print(f"serial / cold = {med['serial'] / med['cold']:.2f}x   (what starting the readers early saves)")
-    print(f"cold / bare = {med['cold'] / med['bare']:.2f}x   (a kernel not disassembled before)")
-    print(f"analyze / bare = {med['analyze'] / med['bare']:.2f}x   (target <= {TARGET_RATIO:.0f}x; analyze target "
-          f"<= {TARGET_S:.1f} s)")
+    def paired(a: str, b: str) -> str:  # the median of each round's own ratio: drift between rounds cancels
+        return f"{statistics.median(x / y for x, y in zip(times[a], times[b])):.2f}x"
+
+    print(f"serial / cold = {med['serial'] / med['cold']:.2f}x, per round {paired('serial', 'cold')}"
+          "   (what starting the readers early saves)")
+    print(f"cold / bare = {med['cold'] / med['bare']:.2f}x, per round {paired('cold', 'bare')}"
+          "   (a kernel not disassembled before)")
+    print(f"analyze / bare = {med['analyze'] / med['bare']:.2f}x, per round {paired('analyze', 'bare')}"
+          f"   (target <= {TARGET_RATIO:.0f}x; analyze target <= {TARGET_S:.1f} s)")
     print(f"report: {args.report}")
     if args.profile:
         profile(exe, args.report)
