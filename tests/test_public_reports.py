@@ -1,8 +1,7 @@
 """Nsight Compute reports made by other people, on GPUs and kernels the project never
 collected: Turing, Ampere and an H800, default and full section sets, ncu 2022.3-2024.1.
 Where each came from (repository, commit, licence, GPU, ncu version) is in
-fixtures/public/ORIGIN.md. The reports themselves are kept under shared/public/, outside
-the repository; the tests on them skip where that folder is absent.
+fixtures/public/ORIGIN.md, beside the reports themselves (unchanged, with their licences).
 
 The first tests need no public report: each reproduces, on a committed fixture, the shape
 a public report showed (a metric it lacks, a limit it reports) and pins what wsperf does
@@ -24,7 +23,7 @@ from wsperf.cli import render
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "fixtures" / "reports"
-PUBLIC = ROOT / "shared" / "public"
+PUBLIC = ROOT / "fixtures" / "public"
 NAMES = ("cudaCode__profile", "cuda_learning_mojo__profile", "IndexSpaces.jl__profile",
          "cutlass__report-s8", "sglang__profile")
 STATUSES = {"confirmed", "rejected", "no_data"}
@@ -84,8 +83,7 @@ def test_many_identical_launches_read_as_ranges():
 def public():
     paths = [PUBLIC / f"{n}.ncu-rep" for n in NAMES]
     missing = [p.name for p in paths if not p.is_file()]
-    if missing:
-        pytest.skip(f"public reports absent from {PUBLIC} ({', '.join(missing)}): see fixtures/public/ORIGIN.md")
+    assert not missing, f"public reports absent from {PUBLIC}: {missing} (fixtures/public/ORIGIN.md)"
     with wsperf.load(paths) as s:
         yield s
 
