@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wsperf.collectors import cubin
+from wsperf.collectors import cubin, reader_sass
 from wsperf.collectors.files import find_binary
 from wsperf.collectors.ncu import load_report
 from wsperf.collectors.readers import pool
@@ -230,14 +230,12 @@ def test_what_an_early_start_listed_for_nothing_is_kept_for_next_time(tmp_path, 
     # prestart lists every function named in the report; one whose launch has no per-PC
     # metrics is never asked for by the load. The reader keeps it in the cache once the
     # load has its answer, so that the next command on the same report does not list it.
-    from wsperf.collectors import ncu_reader
-
     monkeypatch.setenv("WSPERF_CACHE_DIR", str(tmp_path / "cache"))
     tool = find_binary("nvdisasm")
     (module,) = cubin.find_cubins(GEMM.read_bytes())
     out = tmp_path / f"{module.sha256}.sass"
     assert cubin.start_output(module, [KERNEL], tool, out)
-    sass = ncu_reader._Sass()
+    sass = reader_sass.SassListings()
     sass.external[module.sha256] = (out, [KERNEL])
     deadline = time.monotonic() + 60
     while not out.exists() and time.monotonic() < deadline:
