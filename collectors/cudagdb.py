@@ -31,7 +31,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import GiB, read_input

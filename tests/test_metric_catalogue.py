@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import re
 import tarfile
 from functools import cache
-from pathlib import Path
 
 import ncu_report
 import pytest

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import re
 from html import escape
-from pathlib import Path
 
 import nbformat
 import pytest
