@@ -40,7 +40,7 @@ from wsperf.collectors.errors import ExitCode, InputError, WsperfError
 from wsperf.collectors.limits import repro_environ
 from wsperf.collectors.process import Completed, is_elf, run_bounded, save
 from wsperf.collectors.ncu import load_reports
-from wsperf.collectors.nsys import (BUNDLE_EXPORT, BUNDLE_REPORT, NSYS_MIN_TIMEOUT_S, NSYS_TIMEOUT_FACTOR,
+from wsperf.collectors.nsys_capture import (BUNDLE_EXPORT, BUNDLE_REPORT, NSYS_MIN_TIMEOUT_S, NSYS_TIMEOUT_FACTOR,
                                     PROFILE_FLAGS as NSYS_FLAGS, probe_nsys, profile_nsys)
 from wsperf.collectors.sanitizer import TOOLS, load_sanitizer_xml, tool_failure
 from wsperf.collectors.scope import stops

@@ -33,13 +33,10 @@ from wsperf.collectors.nsys import (
     MAX_NAME_CHARS,
     TABLES as NSYS_TABLES,
     NsysExportError,
-    NsysProbe,
-    NsysUnavailableError,
     load_nsys_export,
     nsys_schema_sql,
-    probe_nsys,
-    profile_nsys,
 )
+from wsperf.collectors.nsys_capture import NsysProbe, NsysUnavailableError, probe_nsys, profile_nsys
 from wsperf.collectors.bundle import RunRecord, read_bundle, write_manifest
 from wsperf.collectors.store import check_store, open_store
 
