@@ -24,6 +24,10 @@ measured: |
             ws_stream_healthy (4 stages) 0.016 / 0.538; ws_stream_consumer 0.001 / 0.552;
             ws_stream_spill 0.082 / 0.548; ws_stream_producer 0.874 / 0.001; gemm_wgmma_tma 0.057 / 0.761;
             gemm_wgmma_cpasync 0.218 / 0.047; torch_mm (cuBLAS) 0.010 / 0.004.
+  Triton 3.6's own warp specialization (triton_ws_matmul*, the ring depth alone changed), all
+            confirmed: 2 stages 0.46 / 0.78 (332 us), 3 stages (Triton's default) 0.27 / 0.62 (262 us),
+            4 stages 0.22 / 0.59 (227 us); its consumers release a stage only after their wgmma
+            completes. 4 stages is not called healthy here (5 and more give wrong answers).
   not specialized: multi_launch reduce_sum (one load then one add per trip) 0.885 of samples wait on
             loads inside loops, DRAM 12.8% (confirmed); saxpy 0.0 (no loop), transpose_naive 0.0 (unrolled),
             gemm_ffma 0.322, triton_matmul 0.090 (rejected).

@@ -50,6 +50,14 @@ def main(name: str, bundle: Path, analyze_json: Path) -> str:
             fails.append("Triton's .ptx/.ttgir not kept")
         ks = [k.get("name") for k in (doc or {}).get("kernels", [])]
         seen.append(f"kernels {ks[:4]}")
+    elif name == "triton_ws_race":
+        hazards = [h for h in (doc or {}).get("handoffs", []) if "racecheck" in h.get("tools", [])]
+        seen.append(f"outcome {manifest.get('outcome')}; racecheck handoffs {[h.get('handoff') for h in hazards]}; "
+                    f"generated {[k.split(':')[0] for k in gen][:6]}")
+        if manifest.get("outcome") != "correctness" or not hazards:
+            fails.append("no racecheck finding behind a correctness outcome")
+        if not any(k.startswith("ttgir:") for k in gen):
+            fails.append("Triton's .ttgir not kept")
     elif name.startswith("torch_"):
         caveats = (doc or {}).get("caveats", [])
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")

@@ -258,3 +258,25 @@ def test_races_inside_cublas_and_cudnn_are_listed_not_blamed_on_the_user():
 def test_write_report_needs_a_bundle():
     assert_one_error_line(wsperf("analyze", REPORTS / "ws_stream_healthy.ncu-rep", "--write-report"), 2,
                           "--write-report needs a bundle directory")
+
+
+def test_a_compilers_wrong_answer_stops_the_performance_path():
+    # Triton 3.6 warp-specializes fixtures/src/triton_ws_matmul.py; with a 5-stage ring its
+    # answer is NaN (2-4 stages are right: fixtures/reports/triton_ws_matmul.sweep.txt). The
+    # repro says so and exits 1; the sanitizer's records make it a correctness outcome, with
+    # the race's two sides at the lines Triton attributes them to.
+    name = "triton_ws_race"
+    manifest = json.loads((EVIDENCE / name / "bundle.json").read_text())
+    (plain,) = [r for r in manifest["runs"] if r["phase"] == "run"]
+    assert plain["exit_code"] == 1
+    assert "WRONG RESULT" in (EVIDENCE / name / "run" / "repro.stderr.txt").read_text()
+    assert manifest["outcome"] == "correctness" and not any(r["phase"] == "profile" for r in manifest["runs"])
+    code, doc = _analyze(name)
+    assert code == 3 and doc["outcome"] == "correctness"
+    (race,) = [h for h in doc["handoffs"] if h["handoff"] == "race-between-roles"]
+    assert race["tools"] == ["racecheck"] and race["kernels"] == ["persistent_matmul_ws"]
+    src = (ROOT / "fixtures" / "src" / "triton_ws_matmul.py").read_text().splitlines()
+    sides = {s["access"]: src[s["source_line"] - 1] for s in race["sites"]}
+    assert sides["read"].startswith("def persistent_matmul_ws(") and "_tile_loop(" in sides["write"]
+    text = wsperf("analyze", EVIDENCE / name)
+    assert text.returncode == 3 and "no performance advice" in text.stdout

@@ -4,6 +4,7 @@ on both sides by real fixture reports whose kernel design decides the verdict
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from support import wsperf as run_cli
 CASES = Path(__file__).parent / "cases"
 # Role timelines (fixtures/collect_timeline.sh); a case with `timeline:` runs on its own store.
 TIMELINES = Path(__file__).resolve().parents[1] / "fixtures" / "timeline"
+CUBINS = Path(__file__).resolve().parents[1] / "fixtures" / "cubins"
 HYPOTHESES = {h.id: h for h in catalogue()}
 
 
@@ -229,3 +231,38 @@ def test_analyze_spread_over_two_connections_equals_analyze_on_one(analyzed):
         serial = [repr(a) for a in analyze(analyzed, expect=["tma"])]
     assert len(spread) == analyzed.execute("SELECT count(*) FROM launches").fetchone()[0] > 20
     assert spread == serial
+
+
+def test_a_compilers_warp_specialization_is_recovered_and_so_is_its_absence(analyzed):
+    # fixtures/src/triton_ws_matmul.py: one Triton loop, compiled with and without
+    # warp_specialize=True (Triton 3.6). Roles come from the SASS Triton generated, with no
+    # knowledge of Triton: a producer partition (TMA) and consumer warpgroups (wgmma), or
+    # one software-pipelined code path.
+    rows = dict(analyzed.execute(
+        """SELECT regexp_extract(r.path, '([^/]+)\\.ncu-rep$', 1), w.warp_specialized FROM warp_specialization w
+           JOIN launches USING (launch_id) JOIN reports r USING (report_id)
+           WHERE r.path SIMILAR TO '.*/triton_(ws|plain)_matmul.*'""").fetchall())
+    assert rows == {"triton_ws_matmul": True, "triton_ws_matmul_s2": True, "triton_ws_matmul_s4": True,
+                    "triton_plain_matmul": False}
+    roles = {r for (r,) in analyzed.execute(
+        """SELECT DISTINCT role FROM roles JOIN launches USING (launch_id) JOIN reports r USING (report_id)
+           WHERE r.path LIKE '%/triton_ws_matmul.ncu-rep'""").fetchall()}
+    assert {"producer", "consumer"} <= roles
+    for name, want in (("triton_ws_matmul", "true"), ("triton_plain_matmul", "false")):
+        p = run_cli("inspect", CUBINS / f"{name}.sm_90a.cubin", "--format", "json")
+        (k,) = json.loads(p.stdout)["kernels"]
+        assert (k["warp_specialized"], k["warp_specialized_basis"]) == (want == "true", "static"), name
+
+
+def test_the_consumers_wait_less_for_data_as_the_ring_deepens(analyzed):
+    # The same Triton kernel with 2, 3 (Triton's default) and 4 stages: 332, 262, 227 us
+    # (fixtures/reports/triton_ws_matmul.sweep.txt). serialized-roles' evidence follows the
+    # design variable: the consumers' mbarrier-wait share falls with every stage added.
+    shares = []
+    for report in ("triton_ws_matmul_s2", "triton_ws_matmul", "triton_ws_matmul_s4"):
+        (lid,) = [r[0] for r in analyzed.execute(
+            "SELECT launch_id FROM launches JOIN reports USING (report_id) WHERE path LIKE ?",
+            [f"%/{report}.ncu-rep"]).fetchall()]
+        (f,) = [f for f in evaluate(analyzed, [lid])[lid].findings if f.id == "serialized-roles"]
+        shares.append(f.evidence["consumer_wait_share"])
+    assert shares[0] > shares[1] > shares[2] > 0.10, shares
