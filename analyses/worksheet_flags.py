@@ -105,12 +105,32 @@ _ASYNC_SMEM_READ = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.global\.share
                               r"wgmma\.mma_async|tcgen05\.mma|tcgen05\.cp)")
 
 
+def _tensormap_staging(k: _Kernel, stmts: list[Stmt]) -> set[tuple[str, int]]:
+    """(symbol, offset) of each tensor map a kernel builds in shared memory: the operand of
+    tensormap.replace (a descriptor made on the device: Triton's tl.make_tensor_descriptor).
+    Its generic stores (the zero fill before the fields are replaced) are published by
+    tensormap.cp_fenceproxy, and no wgmma or bulk copy reads them as data."""
+    out = set()
+    for s in stmts:
+        if s.opcode.startswith("tensormap.replace") and s.operands:
+            v = k.vals(s.operands[0])
+            if v is not None and v[0] is not None and v[1] is not None and len(v[1]) == 1:
+                out.add((v[0], next(iter(v[1]))))
+    return out
+
+
 def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
     """st.shared, then (on some path) an async-proxy reader of shared memory with no
-    fence.proxy.async in between."""
+    fence.proxy.async in between. A store whose lowest address is a tensor map being
+    built in shared memory is that map's, not data (`_tensormap_staging`)."""
+    maps = _tensormap_staging(k, stmts)
     for i, s in enumerate(stmts):
         if not s.opcode.startswith("st.shared"):
             continue
+        if maps and s.operands:
+            v = k.vals(s.operands[0])
+            if v is not None and v[0] is not None and v[1] and (v[0], min(v[1])) in maps:
+                continue
         seen: set[int] = set()
         todo = [(i + 1, k.block_of[i])]
         while todo:

@@ -300,3 +300,18 @@ def test_barriers_after_an_aligned_dynamic_buffer():
     assert {(a.kind, a.site.role, a.arrivals) for a in full.arrivers if a.arrivals} == {
         ("arrive.expect_tx", "producer (warps 0-3)", 1)}
     assert arrivals(empty) == {("arrive", "consumer (warps 4-11)", 8, 8)}
+
+
+def test_a_tensor_map_built_in_shared_memory_is_not_data_for_the_async_proxy():
+    # Triton's device-side descriptors (tl.make_tensor_descriptor, fixtures/src/
+    # triton_ws_matmul.py, the PTX Triton 3.6 generated): each 128-byte tensor map is
+    # zero-filled with st.shared, its fields set with tensormap.replace and published by
+    # tensormap.cp_fenceproxy; the kernel's wgmma reads the TMA-filled ring, not the map.
+    # The zero fill was flagged as a generic store read by wgmma with no proxy fence.
+    (k,) = sheets("triton_ws_matmul.ptx").values()
+    text = (PTX / "triton_ws_matmul.ptx").read_text()
+    assert "tensormap.replace" in text and "wgmma.mma_async" in text and "st.shared" in text
+    assert 5 not in codes(k), [f.text for f in k.flags]
+    # A store the async proxy reads with no fence is still flagged (the planted mistake).
+    broken = [k for k in sheets("store_no_fence.ptx").values() if "ILb0E" in k.kernel]
+    assert codes(broken[0]) == {5}
