@@ -85,8 +85,13 @@ def analyse(e: Entry, source: str) -> KernelSheet:
             role_name[ws] = "all" if ws is not None else "?"
             continue
         ops = [stmts[i].opcode for i in idx]
-        if all(o.split(".")[0] in ("setp", "bra") for o in ops):  # only the branch to the next role
-            role_name[ws] = f"dispatch ({_warps(ws)})"
+        if all(o.split(".")[0] in ("setp", "bra") for o in ops) or (
+                any(stmts[i].line in k.table_reads for i in idx)
+                and not any(_PRODUCER.match(o) or _CONSUMER.match(o) or o.startswith("st.") for o in ops)):
+            role_name[ws] = f"dispatch ({_warps(ws)})"  # only the branch to the next role (or the table read)
+            continue
+        if not ws:  # no thread gets here by the table's first values (a partition table's exit path)
+            role_name[ws] = "none"
             continue
         prod = any(_PRODUCER.match(o) for o in ops) and (
             any(o.startswith("cp.async") for o in ops) or any(o.startswith("st.shared") for o in ops))
@@ -97,8 +102,10 @@ def analyse(e: Entry, source: str) -> KernelSheet:
         what = sorted({o.split(".")[0] + ("." + o.split(".")[1] if o.split(".")[0] in ("cp", "tcgen05", "wgmma",
                                                                                         "mma", "ld", "st") else "")
                        for o in ops if _PRODUCER.match(o) or _CONSUMER.match(o) or o.startswith("st.shared")})
+        # Roles split by a table in shared memory rest on reading it as its first values.
         roles.append(Item("roles", f"{role_name[ws]}: {len(idx)} statements" + (f"; {', '.join(what)}" if what
-                                                                                else ""), Basis.EVIDENCE))
+                                                                                else ""),
+                          Basis.ASSUMPTION if k.table_reads else Basis.EVIDENCE))
     if not roles:
         roles.append(Item("roles", "no branch on a warp/warpgroup index derived from %tid.x: not warp-specialized "
                           "(or its roles are not readable statically)", Basis.ASSUMPTION))

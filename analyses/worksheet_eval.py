@@ -39,6 +39,10 @@ class _Kernel:
         self.elect: dict[int, bool] = {}  # line of each elect.sync read -> its membermask is all 32 lanes
         self._vals: dict[str, Val] = {}
         self._busy: set[str] = set()
+        self._tables: dict[str, dict[int, int]] | None = None  # constant tables in shared memory
+        self._table_lines: dict[str, set[int]] = {}
+        self._table_later: dict[str, set[int]] = {}
+        self.table_reads: set[int] = set()
         self._blocks()
         self._populations()
 
@@ -67,6 +71,14 @@ class _Kernel:
             mask = s.operands[1] if len(s.operands) > 1 else ""
             self.elect[s.line] = mask.lower() in ("0xffffffff", "-1", "4294967295")
             return lambda t: int(t % 32 == 0)
+        if base == "shfl" and ".idx" in s.opcode and len(s.operands) >= 3:
+            # a lane's value broadcast to its warp: warp-uniform values (the warp index) pass
+            src, lane = self.value(s.operands[1], depth + 1), self.value(s.operands[2], depth + 1)
+            if src is None or lane is None or (c := lane(0)) is None:
+                return None
+            return lambda t: src((t // 32) * 32 + (c & 31))
+        if base == "ld" and ".shared" in s.opcode:
+            return self._table_load(s, depth)
         args = [self.value(a, depth + 1) for a in s.operands[1:]]
         if base in ("mov", "cvt") and len(args) == 1:
             return args[0]
@@ -103,6 +115,94 @@ class _Kernel:
             g = ops2[base]
             return lambda t: None if (x := a(t)) is None or (y := b(t)) is None else g(x, y)
         return None
+
+    def _table_load(self, s: Stmt, depth: int) -> Fn | None:
+        """t -> what a thread loads from a table of constants in shared memory, indexed by
+        a value derived from %tid.x: the partition table of a Triton warp_specialize
+        (warps store {0, 0x01010101} at the table, and each worker warp reads its own byte
+        to pick its partition). The table is what the first constant store of each byte
+        wrote; a later store (Triton's exit value for every entry) is taken as the end of
+        the dispatch, and said so in the notes."""
+        m = re.search(r"\.[bsu](8|16|32|64)$", s.opcode)
+        addr = self._shared_fn(s.operands[1], depth + 1) if m and len(s.operands) >= 2 else None
+        if addr is None:
+            return None
+        sym, off = addr
+        table = self._const_tables().get(sym)
+        if not table:
+            return None
+        size = int(m.group(1)) // 8  # type: ignore[union-attr]
+
+        def f(t: int) -> int | None:
+            o = off(t)
+            if o is None:
+                return None
+            got = [table.get(o + i) for i in range(size)]
+            return None if None in got else int.from_bytes(bytes(got), "little")  # type: ignore[arg-type]
+
+        if s.line not in self.table_reads:
+            self.table_reads.add(s.line)
+            lines = sorted(self._table_lines.get(sym, ()))
+            later = sorted(self._table_later.get(sym, ()))
+            self.notes.append(Item("roles", f"line {s.line}: each thread's branch is decided by a table of constants "
+                                   f"in shared memory ({sym}, stored at line(s) {', '.join(map(str, lines))}), indexed "
+                                   "by its warp" + (f"; the table is taken as those first values (line(s) "
+                                   f"{', '.join(map(str, later))} store it again: the end of the dispatch)"
+                                   if later else ""), Basis.ASSUMPTION))
+        return f
+
+    def _shared_fn(self, op: str, depth: int) -> tuple[str, Fn] | None:
+        """(symbol, t -> offset) of a shared address: a symbol plus values derived from
+        %tid.x and constants."""
+        op = op.strip()
+        if op.startswith("[") and op.endswith("]"):
+            op = op[1:-1].strip()
+        m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
+        if m:
+            inner, c = self._shared_fn(m.group(1), depth + 1), int(m.group(2))
+            return None if inner is None else (inner[0], lambda t, g=inner[1]: None if (x := g(t)) is None else x + c)
+        v = self.vals(op)
+        if v is not None and v[0] is not None and v[1] is not None and len(v[1]) == 1:
+            c0 = next(iter(v[1]))
+            return v[0], lambda t: c0
+        ds = self.defs.get(op)
+        if depth > 24 or not ds or len(ds) != 1 or ds[0].opcode.split(".")[0] != "add" or len(ds[0].operands) != 3:
+            return None
+        a, b = ds[0].operands[1], ds[0].operands[2]
+        for x, y in ((a, b), (b, a)):
+            sx, fy = self._shared_fn(x, depth + 1), self.value(y, depth + 1)
+            if sx is not None and fy is not None:
+                return sx[0], lambda t, g=sx[1]: None if (p := g(t)) is None or (q := fy(t)) is None else p + q
+        return None
+
+    def _const_tables(self) -> dict[str, dict[int, int]]:
+        """symbol -> {byte offset: value} from st.shared of immediates at constant addresses,
+        the first store of each byte in program order (`_table_load`)."""
+        if self._tables is not None:
+            return self._tables
+        self._tables, self._table_lines, self._table_later = {}, {}, {}
+        for s in self.stmts:
+            m = re.fullmatch(r"st\.shared(?:::cta)?(?:\.v(\d))?\.[bsu](8|16|32|64)", s.opcode)
+            if not m or len(s.operands) != 2 or s.guard:
+                continue
+            v = self.vals(s.operands[0])
+            if v is None or v[0] is None or v[1] is None or len(v[1]) != 1:
+                continue
+            items = [x.strip() for x in s.operands[1].strip("{}").split(",")]
+            if len(items) != int(m.group(1) or 1) or not all(re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", x)
+                                                                 for x in items):
+                continue
+            width = int(m.group(2)) // 8
+            at = next(iter(v[1]))
+            table = self._tables.setdefault(v[0], {})
+            first = False
+            for n, x in enumerate(items):
+                for i, byte in enumerate((int(x, 0) & ((1 << (8 * width)) - 1)).to_bytes(width, "little")):
+                    if at + n * width + i not in table:
+                        table[at + n * width + i] = byte
+                        first = True
+            (self._table_lines if first else self._table_later).setdefault(v[0], set()).add(s.line)
+        return self._tables
 
     # ---- shared-memory addresses ----
     def vals(self, op: str, depth: int = 0) -> Val:

@@ -315,3 +315,23 @@ def test_a_tensor_map_built_in_shared_memory_is_not_data_for_the_async_proxy():
     # A store the async proxy reads with no fence is still flagged (the planted mistake).
     broken = [k for k in sheets("store_no_fence.ptx").values() if "ILb0E" in k.kernel]
     assert codes(broken[0]) == {5}
+
+
+def test_triton_warp_specialization_roles_through_its_partition_table():
+    # Triton 3.6 dispatches warp_specialize partitions through a table in shared memory:
+    # warps 0-3 branch on the warp index (shfl of %tid.x / 32) to the default partition, the
+    # others store nothing and read their own byte of a table warp 0-3 wrote with constants
+    # ({0, 0x01010101}: warps 4-7 run partition 0, warps 8-11 partition 1). The roles come
+    # from evaluating that table, an assumption the sheet states; the same loop compiled
+    # without warp_specialize has one code path.
+    (k,) = sheets("triton_ws_matmul.ptx").values()
+    roles = {r.text.split(":")[0]: r for r in k.roles}
+    assert set(roles) == {"producer (warps 0-3)", "consumer (warps 4-7)", "consumer (warps 8-11)"}, roles
+    assert "cp.async" in roles["producer (warps 0-3)"].text
+    assert all("wgmma" in roles[c].text for c in ("consumer (warps 4-7)", "consumer (warps 8-11)"))
+    assert all(r.basis is Basis.ASSUMPTION for r in k.roles)
+    (table,) = [n for n in k.notes if "table of constants" in n.text]
+    assert table.basis is Basis.ASSUMPTION and "line(s) 196" in table.text and "1424" in table.text
+    assert codes(k) == set()
+    (plain,) = sheets("triton_plain_matmul.ptx").values()
+    assert [r.text for r in plain.roles][0].startswith("no branch on a warp/warpgroup index")
