@@ -451,6 +451,97 @@ def race_releases(all_sheets: list[GeneratedSheet], corr: CorrectnessReport) -> 
     return tuple(seen.values())
 
 
+@dataclass(frozen=True)
+class RaceAccess:
+    """The PTX instructions behind one side of a race racecheck reported: the shared-memory
+    accesses of that kind the kernel's PTX attributes to the source line it named."""
+
+    kernel: str
+    access: str  # read | write
+    source: str  # file:line, as racecheck named it
+    ptx_lines: tuple[int, ...]
+    instructions: tuple[str, ...]  # the PTX text of each line
+    what: str  # what the worksheet knows of them
+    barrier: str | None  # the nearest CTA barrier before a read / after a write, in the PTX text
+
+
+_SHARED_READ = re.compile(r"^(?:@!?%\w+\s+)?ld\.shared")
+_SHARED_WRITE = re.compile(r"^(?:@!?%\w+\s+)?(?:st\.shared|atom\.shared|red\.shared|cp\.async\S*\.shared)")
+_CTA_BARRIER = re.compile(r"^(?:@!?%\w+\s+)?(?:bar|barrier)\.sync\b")
+
+
+def race_accesses(all_sheets: list[GeneratedSheet], corr: CorrectnessReport) -> tuple[RaceAccess, ...]:
+    """For each side of each race: the shared loads (a read) or stores (a write) whose `.loc`
+    is the line racecheck named, in the PTX of the kernels it names; with the CTA barrier
+    that orders it, when one is next to it (a read's before it, a write's after it), and
+    whether the worksheet read those lines as a partition table (Triton's warp_specialize
+    dispatch) rather than a stage of the ring."""
+    out: list[RaceAccess] = []
+    seen: set[tuple] = set()
+    for grp in corr.groups:
+        if grp.handoff is not Handoff.RACE:
+            continue
+        gs = [g for g in all_sheets if g.sheet.kernel in grp.kernels or _demangled_in(g.sheet.kernel, set(grp.kernels))]
+        for site in grp.sites:
+            if site.access not in ("read", "write") or site.source_line is None:
+                continue
+            want = _SHARED_READ if site.access == "read" else _SHARED_WRITE
+            for g in gs:
+                lines = g.text.split("\n")
+                first, last = _entry_lines(lines, g.sheet.kernel)
+                hits = [no for no, loc in sorted(g.locations.items())
+                        if first <= no <= last and (_name(loc.file), loc.line) == (_name(site.source_file), site.source_line)
+                        and want.match(lines[no - 1].strip())]
+                shown = tuple(" ".join(lines[no - 1].split()).rstrip(";") for no in hits[:8])
+                key = (site.access, site.source_line, tuple(re.sub(r"%\w+", "%", t) for t in shown))
+                if not hits or key in seen:
+                    continue  # another instantiation of the same template: the same PTX, other registers
+                seen.add(key)
+                table = set(g.sheet.dispatch_table)
+                what = ("the partition table of a warp_specialize (the worksheet reads each worker warp's "
+                        "partition from it): not a stage of the ring" if set(hits) <= table else
+                        "an asynchronous copy into shared memory (a stage the producer fills)"
+                        if all(t.startswith("cp.async") for t in shown) else
+                        "shared memory" + (" (some of it the partition table)" if table & set(hits) else ""))
+                out.append(RaceAccess(g.sheet.kernel, site.access, f"{_name(site.source_file)}:{site.source_line}",
+                                      tuple(hits[:8]), shown, what,
+                                      _next_barrier(lines, hits, site.access == "read")))
+    return tuple(out)
+
+
+def _entry_lines(lines: list[str], kernel: str) -> tuple[int, int]:
+    """The first and last PTX line (1-based) of `.entry kernel` in a module's lines: up to
+    the next function or the end."""
+    first = next((i for i, t in enumerate(lines, 1) if re.match(rf"\s*(\.visible\s+)?\.entry\s+{re.escape(kernel)}\b", t)),
+                 None)
+    if first is None:
+        return 1, len(lines)
+    nxt = next((i for i, t in enumerate(lines[first:], first + 1)
+                if re.match(r"\s*(\.visible\s+|\.weak\s+)?\.(entry|func)\b", t)), len(lines) + 1)
+    return first, nxt - 1
+
+
+def _next_barrier(lines: list[str], hits: list[int], before: bool) -> str | None:
+    """The CTA barrier at most a few statements before every hit (`before`) or after
+    every hit, when each has one: 'barrier.sync 1 (PTX line 527)'."""
+    found: list[str] = []
+    for no in hits:
+        step, i, seen, got = (-1 if before else 1), no - 1, 0, None
+        while 0 <= i + step < len(lines) and seen < 4:
+            i += step
+            t = lines[i].strip()
+            if not t or t.startswith(("//", ".loc", "$", "{", "}")):
+                continue
+            seen += 1
+            if _CTA_BARRIER.match(t):
+                got = f"{' '.join(t.rstrip(';').split())} (PTX line {i + 1})"
+                break
+        if got is None:
+            return None
+        found.append(got)
+    return "; ".join(dict.fromkeys(found))
+
+
 def _demangled_in(mangled: str, names: set[str]) -> bool:
     # compute-sanitizer names a kernel by its function name ("ws_pipeline") or demangled
     # ("void ws_stream<4, ...>(...)"), the PTX by its mangled .entry name, which holds the

@@ -199,7 +199,7 @@ def analyse(e: Entry, source: str) -> KernelSheet:
     flags += _flag_cta_barrier(k, stmts, site)
     flags += _flag_proxy_fence(k, stmts)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
-                       tuple(lifetime), tuple(k.notes), tuple(flags))
+                       tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines())
 
 
 def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrier, ...]:

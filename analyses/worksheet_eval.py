@@ -151,6 +151,13 @@ class _Kernel:
                                    if later else ""), Basis.ASSUMPTION))
         return f
 
+    def dispatch_table_lines(self) -> tuple[int, ...]:
+        """The PTX lines that read a table which decided a branch, and every store of it."""
+        if not self.table_reads:
+            return ()
+        stores = set().union(*self._table_lines.values(), *self._table_later.values())
+        return tuple(sorted(self.table_reads | stores))
+
     def _shared_fn(self, op: str, depth: int) -> tuple[str, Fn] | None:
         """(symbol, t -> offset) of a shared address: a symbol plus values derived from
         %tid.x and constants."""

@@ -79,6 +79,9 @@ class KernelSheet:
     lifetime: tuple[Item, ...]
     notes: tuple[Item, ...]  # assumptions about what could not be read
     flags: tuple[Flag, ...]
+    # PTX lines that store or read a table of constants in shared memory which decides the
+    # roles (Triton's warp_specialize partition table; worksheet_eval._table_load)
+    dispatch_table: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,11 @@ from wsperf.collectors.errors import ExitCode
 
 if TYPE_CHECKING:
     from wsperf.analyses.correctness import CorrectnessReport, DeadlockReport
-    from wsperf.analyses.handoffs import ReleaseClass
+    from wsperf.analyses.handoffs import RaceAccess, ReleaseClass
+
+    # What a correctness stop prints: the findings, the bundle's verification, how each role
+    # releases the stage racecheck names, and the PTX behind each side of each race.
+    _Correctness = tuple[CorrectnessReport, Verification | None, tuple[ReleaseClass, ...], tuple[RaceAccess, ...]]
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
     # sanitizer findings, the handoff worksheet and cuda-gdb's parser cost ~0.17 s to import,
     # a tenth of a one-report `wsperf analyze`.
     from wsperf.analyses.correctness import correctness_report
-    from wsperf.analyses.handoffs import accepted_races, deadlock, races
+    from wsperf.analyses.handoffs import accepted_races, deadlock, race_accesses, races
 
     code = ExitCode.OK
     said = ""
@@ -61,7 +65,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
     ver = evidence.verification
     excused = accepted_races(list(evidence.sheets), corr, ver.accepted) if ver is not None else ()
     if corr.broken and not excused:
-        value = (corr, ver, races(evidence, corr))
+        value = (corr, ver, races(evidence, corr), race_accesses(list(evidence.sheets), corr))
         emit(fmt, value, _correctness_text, _correctness_json, _correctness_markdown)
         return Gate(code or ExitCode.CORRECTNESS, (), "hang" if code else "correctness",
                     said + _correctness_markdown(value),
@@ -146,9 +150,8 @@ def _vendor_caveats(corr: CorrectnessReport) -> list[str]:
 # renderers: the correctness report with what the gate adds, and the unverified report
 
 
-def _correctness_text(value: tuple[CorrectnessReport, Verification | None, tuple[ReleaseClass, ...]], console
-                      ) -> None:
-    corr, ver, rel = value
+def _correctness_text(value: _Correctness, console) -> None:
+    corr, ver, rel, acc = value
     render.correctness_text(corr, console)
     if rel:
         t = Table(title="how each role releases the stage it read (from the generated PTX)", title_justify="left")
@@ -159,6 +162,16 @@ def _correctness_text(value: tuple[CorrectnessReport, Verification | None, tuple
                       Text(r.release.value, style="yellow" if r.release.value == "warp-synced-single-lane-release"
                            else "red" if r.release.value == "unsynced-single-lane-release" else ""),
                       plain(r.evidence + (f" ({r.source})" if r.source else "")), plain(r.check))
+        console.print(t)
+    if acc:
+        t = Table(title="the racing accesses in the generated PTX (racecheck's source lines)", title_justify="left")
+        for c in ("kernel", "access", "source", "PTX", "what"):
+            t.add_column(c)
+        for a in acc:
+            t.add_row(plain(_short(a.kernel)), plain(a.access), plain(a.source),
+                      plain("; ".join(f"line {n}: {i}" for n, i in zip(a.ptx_lines, a.instructions))
+                            + (f"; {'after' if a.access == 'read' else 'before'} {a.barrier}" if a.barrier else "")),
+                      plain(a.what))
         console.print(t)
     for c in _vendor_caveats(corr) + list(corr.filter_artifacts):
         console.print(Text.assemble(("not counted: ", "bold yellow"), plain(c)), soft_wrap=True)
@@ -212,17 +225,26 @@ def _releases(rel: tuple[ReleaseClass, ...]) -> list[dict]:
              "ptx_line": r.arrive_line, "source": r.source, "evidence": r.evidence, "check": r.check} for r in rel]
 
 
-def _correctness_json(value: tuple[CorrectnessReport, Verification | None, tuple[ReleaseClass, ...]]) -> str:
-    corr, ver, rel = value
+def _accesses(acc: tuple[RaceAccess, ...]) -> list[dict]:
+    return [{"kernel": a.kernel, "access": a.access, "source": a.source, "ptx_lines": list(a.ptx_lines),
+             "instructions": list(a.instructions), "what": a.what, "barrier": a.barrier} for a in acc]
+
+
+def _correctness_json(value: _Correctness) -> str:
+    corr, ver, rel, acc = value
     return json.dumps({**json.loads(render.correctness_json(corr)), **_gate_fields(corr, ver),
-                       "releases": _releases(rel)}, indent=2)
+                       "releases": _releases(rel), "race_accesses": _accesses(acc)}, indent=2)
 
 
-def _correctness_markdown(value: tuple[CorrectnessReport, Verification | None, tuple[ReleaseClass, ...]]) -> str:
-    corr, ver, rel = value
+def _correctness_markdown(value: _Correctness) -> str:
+    corr, ver, rel, acc = value
     extra = [f"- not counted: {md(c)}" for c in _vendor_caveats(corr) + list(corr.filter_artifacts)]
     extra += [f"- release on {md_code(r.barrier)} by {md(r.role)}: **{r.release.value}** ({md(r.evidence)}); check: "
               f"{md(r.check)}" for r in rel]
+    extra += [f"- racing {a.access} at {md_code(a.source)}: PTX "
+              + ", ".join(f"line {n} {md_code(i)}" for n, i in zip(a.ptx_lines, a.instructions))
+              + (f", {'after' if a.access == 'read' else 'before'} {md_code(a.barrier)}" if a.barrier else "")
+              + f": {md(a.what)}" for a in acc]
     if ver is not None and not ver.verified:
         extra += [f"- also unverified: {md(p)}" for p in ver.problems]
     return render.correctness_markdown(corr) + ("\n" + "\n".join(extra) + "\n" if extra else "")

@@ -280,3 +280,28 @@ def test_a_compilers_wrong_answer_stops_the_performance_path():
     assert sides["read"].startswith("def persistent_matmul_ws(") and "_tile_loop(" in sides["write"]
     text = wsperf("analyze", EVIDENCE / name)
     assert text.returncode == 3 and "no performance advice" in text.stdout
+
+
+def test_each_side_of_a_race_is_read_in_the_generated_ptx():
+    # racecheck names source lines; the PTX the bundle keeps says which instructions those
+    # are. Triton's 5-stage build: both sides are its partition table (a byte each worker
+    # warp reads after barrier.sync 1, stored by the default warps before barrier.sync 1),
+    # not a stage of the ring.
+    code, doc = _analyze("triton_ws_race")
+    acc = {a["access"]: a for a in doc["race_accesses"]}
+    assert code == 3 and set(acc) == {"read", "write"}
+    read, write = acc["read"], acc["write"]
+    assert read["source"] == "triton_ws_matmul.py:51" and read["instructions"][0].startswith("ld.shared.b8")
+    assert read["barrier"].startswith("barrier.sync 1 (PTX line ")
+    assert [i.split("],")[1].strip() for i in write["instructions"]] == ["{0, 16843009}", "{33686018, 33686018}"]
+    assert all("partition table" in a["what"] for a in (read, write))
+    text = wsperf("analyze", EVIDENCE / "triton_ws_race", env={"COLUMNS": "250"}).stdout
+    assert "the racing accesses in the generated PTX" in text and "partition table" in text
+    # ws_stream's race (lane-0 release after __syncwarp): a bulk copy writes the stage the
+    # consumers read with ld.shared - the ring itself, one row per side across the
+    # template's instantiations.
+    _, doc = _analyze("release_warp_synced")
+    acc = {a["access"]: a for a in doc["race_accesses"]}
+    assert len(doc["race_accesses"]) == 2
+    assert acc["write"]["instructions"][0].startswith("cp.async.bulk.shared") and "stage" in acc["write"]["what"]
+    assert acc["read"]["instructions"][0].startswith("ld.shared.f32") and "partition" not in acc["read"]["what"]
