@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from wsperf.collectors.cudagdb import (
     HangCapture,
@@ -127,6 +127,10 @@ class CorrectnessReport:
     # cudaMemcpy after them) is reported as uninitialized (measured on the H200).
     filter_artifacts: tuple[str, ...] = ()
     kernel_filter: str | None = None
+    # Findings the kept machine code shows to be no read of the data (analyses/handoffs.py,
+    # discarded_reads): initcheck's "uninitialized read" of an atomic exchange whose old
+    # value goes to RZ, how a device-side tensor map is published (tensormap.cp_fenceproxy).
+    sass_artifacts: tuple[str, ...] = ()
 
     @property
     def broken(self) -> bool:
@@ -169,20 +173,26 @@ class DeadlockReport:
 # sanitizer findings -> correctness report
 
 
-def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_filter: str | None = None
-                       ) -> CorrectnessReport:
+def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_filter: str | None = None,
+                       discarded: Callable[[SanitizerFinding], str | None] | None = None) -> CorrectnessReport:
     """Group the findings of `outputs` by the handoff they break. `kernel_filter` is the
     --kernel the sanitizer ran under (a bundle's): a library kernel it names is judged
-    like the user's own, and findings only the filter causes are set apart."""
+    like the user's own, and findings only the filter causes are set apart. `discarded`
+    says why a finding is no error, from the machine code that ran (None: it is one)."""
     runs: list[ToolRun] = []
     by_class: dict[Handoff, list[SanitizerFinding]] = {}
     other: list[str] = []
     vendor: dict[tuple[str, str, str | None, str | None], list[SanitizerFinding]] = {}
     artifacts: list[str] = []
+    sass: list[str] = []
     for label, out in outputs:
         errors = 0
         for f in out.findings:
             if not is_error(f):
+                continue
+            why = discarded(f) if discarded is not None else None
+            if why is not None:
+                sass.append(why)
                 continue
             scope = finding_scope(f, kernel_filter)
             if scope is Scope.VENDOR:
@@ -205,7 +215,15 @@ def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_fi
     vend = tuple(VendorFinding(lib, k, tool, h, len(fs), sum(f.hazard_count or 0 for f in fs))
                  for (lib, k, tool, h), fs in sorted(vendor.items(), key=lambda kv: (kv[0][0], kv[0][1])))
     return CorrectnessReport(tuple(runs), groups, tuple(dict.fromkeys(other)), vend,
-                             tuple(dict.fromkeys(artifacts)), kernel_filter)
+                             tuple(dict.fromkeys(artifacts)), kernel_filter, _counted(sass))
+
+
+def _counted(texts: list[str]) -> tuple[str, ...]:
+    """Each distinct text once, with how many findings said it."""
+    n: dict[str, int] = {}
+    for t in texts:
+        n[t] = n.get(t, 0) + 1
+    return tuple(f"{t} ({k} finding{'s' if k > 1 else ''})" for t, k in n.items())
 
 
 def _warp(t: tuple[int, int, int] | None) -> int | None:

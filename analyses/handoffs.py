@@ -23,15 +23,17 @@ import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path, PurePath
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from wsperf.analyses.correctness import (Basis, CorrectnessReport, DeadlockReport, Item, correctness_report,
                                          deadlock_report)
 from wsperf.analyses.worksheet import analyse
 from wsperf.analyses.worksheet_model import Barrier, KernelSheet, Wait, phase_arrivals
 from wsperf.collectors.bundle import Bundle, read_bundle, resolve
+from wsperf.collectors.cubin import Cubin, Disassembly, find_cubins
 from wsperf.collectors.errors import InputError, WsperfError
-from wsperf.collectors.sanitizer import Handoff
+from wsperf.collectors.files import find_binary
+from wsperf.collectors.sanitizer import Handoff, SanitizerFinding
 from wsperf.collectors.ptx import parse, read_ptx
 from wsperf.queries import read_query
 
@@ -577,11 +579,56 @@ def release_judge(kernel: str | None, accepted: tuple[str, ...]):
     """collect's judge (collectors/collect.Judge): stop on any error of the user's kernels,
     unless `accepted_races` excuses them, read from the bundle's generated code."""
     def judge(root: Path, outputs: list) -> tuple[bool, list[str]]:
-        corr = correctness_report(outputs, kernel)
+        corr = correctness_report(outputs, kernel, discarded_reads(generated_files(read_bundle(root))))
         if not corr.broken:
             return False, []
         ok = accepted_races(sheets(generated_files(read_bundle(root)), root)[0], corr, accepted) if accepted else ()
         return (False, list(ok)) if ok else (True, [])
+    return judge
+
+
+# An atomic exchange whose old value goes to RZ: the read half of the exchange reaches no
+# register, so nothing is read (initcheck counts it as a read of uninitialized memory).
+_DISCARDED_EXCHANGE = re.compile(r"^(?:@!?U?P\w+\s+)?ATOMG?\S*\.EXCH\S*\s+(?:U?P\w+,\s*)?RZ,")
+
+
+def discarded_reads(generated: Iterable[tuple[str, Path]]) -> Callable[[SanitizerFinding], str | None] | None:
+    """correctness_report's `discarded`, from the cubins a bundle keeps (Triton's cache):
+    an initcheck "uninitialized read" at an atomic exchange whose old value is discarded
+    is no read of the data. Triton publishes a tensor map it builds on the device
+    (tensormap.cp_fenceproxy) with such exchanges into fresh global memory, and initcheck
+    stops every such kernel (measured on the H200: 20 findings a launch). None without a
+    cubin or nvdisasm; a finding whose instruction cannot be read stays an error."""
+    cubins = [p for kind, p in generated if kind == "cubin"]
+    tool = find_binary("nvdisasm") if cubins else None
+    if tool is None:
+        return None
+    by_name: dict[str, Cubin] = {}
+    for p in cubins:
+        try:
+            for c in find_cubins(p.read_bytes()):
+                for name in c.code:
+                    by_name.setdefault(name, c)
+        except OSError:
+            continue
+    listings: dict[str, dict[int, str]] = {}
+
+    def judge(f: SanitizerFinding) -> str | None:
+        if f.classification is not Handoff.UNINITIALIZED or f.pc_offset is None or not f.kernel:
+            return None
+        name = f.kernel if f.kernel in by_name else next(
+            (n for n in by_name if _demangled_in(n, {f.kernel})), None)
+        if name is None:
+            return None
+        if name not in listings:
+            listings[name] = Disassembly(by_name[name], [name], tool).listing().get(name) or {}
+        text = listings[name].get(f.pc_offset)
+        if text is None or not _DISCARDED_EXCHANGE.match(text):
+            return None
+        return (f"initcheck: {f.message} in {name} at +{f.pc_offset:#x} `{text}`"
+                + (f" ({PurePath(f.source_file).name}:{f.source_line})" if f.source_file and f.source_line else "")
+                + ": an atomic exchange whose old value is discarded (RZ) writes and reads nothing back, as a "
+                  "tensor map made on the device is published (tensormap.cp_fenceproxy)")
     return judge
 
 

@@ -52,7 +52,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
     # sanitizer findings, the handoff worksheet and cuda-gdb's parser cost ~0.17 s to import,
     # a tenth of a one-report `wsperf analyze`.
     from wsperf.analyses.correctness import correctness_report
-    from wsperf.analyses.handoffs import accepted_races, deadlock, race_accesses, races
+    from wsperf.analyses.handoffs import accepted_races, deadlock, discarded_reads, race_accesses, races
 
     code = ExitCode.OK
     said = ""
@@ -61,7 +61,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
         emit(fmt, rep, _deadlock_text, render.deadlock_json, _deadlock_markdown)
         code, said = ExitCode.DEADLOCK, _deadlock_markdown(rep)
         tried = tuple(_deadlock_experiments(rep))
-    corr = correctness_report(evidence.sanitizer, evidence.kernel_filter)
+    corr = correctness_report(evidence.sanitizer, evidence.kernel_filter, discarded_reads(evidence.generated))
     ver = evidence.verification
     excused = accepted_races(list(evidence.sheets), corr, ver.accepted) if ver is not None else ()
     if corr.broken and not excused:
@@ -71,7 +71,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
                     said + _correctness_markdown(value),
                     (tried if code else ()) + tuple(dict.fromkeys(
                         f"{r.release.value} on {r.barrier} ({r.role}): {r.check}" for r in value[2])))
-    caveats = list(_vendor_caveats(corr)) + list(corr.filter_artifacts)
+    caveats = list(_vendor_caveats(corr)) + list(corr.filter_artifacts) + list(corr.sass_artifacts)
     if excused:
         hazards = sum(g.findings for g in corr.groups)
         caveats.append(f"accepted at collect time (--accept-race {', '.join(excused)}): {hazards} racecheck "
@@ -173,7 +173,7 @@ def _correctness_text(value: _Correctness, console) -> None:
                             + (f"; {'after' if a.access == 'read' else 'before'} {a.barrier}" if a.barrier else "")),
                       plain(a.what))
         console.print(t)
-    for c in _vendor_caveats(corr) + list(corr.filter_artifacts):
+    for c in _vendor_caveats(corr) + list(corr.filter_artifacts) + list(corr.sass_artifacts):
         console.print(Text.assemble(("not counted: ", "bold yellow"), plain(c)), soft_wrap=True)
     if ver is not None and not ver.verified:
         for p in ver.problems:
@@ -215,6 +215,7 @@ def _deadlock_markdown(rep: DeadlockReport) -> str:
 
 def _gate_fields(corr: CorrectnessReport, ver: Verification | None) -> dict:
     return {"vendor_findings": [v.__dict__ for v in corr.vendor], "filter_artifacts": list(corr.filter_artifacts),
+            "sass_artifacts": list(corr.sass_artifacts),
             "kernel_filter": corr.kernel_filter,
             "verification": None if ver is None else {"verified": ver.verified, "problems": list(ver.problems),
                                                       "tools": list(ver.tools), "accepted": list(ver.accepted)}}
@@ -238,7 +239,8 @@ def _correctness_json(value: _Correctness) -> str:
 
 def _correctness_markdown(value: _Correctness) -> str:
     corr, ver, rel, acc = value
-    extra = [f"- not counted: {md(c)}" for c in _vendor_caveats(corr) + list(corr.filter_artifacts)]
+    extra = [f"- not counted: {md(c)}" for c in _vendor_caveats(corr) + list(corr.filter_artifacts)
+             + list(corr.sass_artifacts)]
     extra += [f"- release on {md_code(r.barrier)} by {md(r.role)}: **{r.release.value}** ({md(r.evidence)}); check: "
               f"{md(r.check)}" for r in rel]
     extra += [f"- racing {a.access} at {md_code(a.source)}: PTX "

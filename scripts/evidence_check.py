@@ -58,6 +58,11 @@ def main(name: str, bundle: Path, analyze_json: Path) -> str:
             fails.append("no racecheck finding behind a correctness outcome")
         if not any(k.startswith("ttgir:") for k in gen):
             fails.append("Triton's .ttgir not kept")
+    elif name == "triton_plain_desc":
+        caveats = (doc or {}).get("caveats", [])
+        seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:120] for c in caveats]}")
+        if manifest.get("outcome") != "clean" or not any("atomic exchange" in c for c in caveats):
+            fails.append("not clean with the tensor-map exchanges set apart")
     elif name.startswith("torch_"):
         caveats = (doc or {}).get("caveats", [])
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")

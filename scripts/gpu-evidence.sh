@@ -48,6 +48,9 @@ run triton 0 --timeout 120 -- python3 fixtures/src/triton_matmul.py
 # Triton 3.6's own warp specialization with a 5-stage ring answers NaN (4 stages are right):
 # the gate stops it (fixtures/evidence/README.md says what the race records are).
 run triton_ws_race 3 --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py ws --stages 5 --n 1024
+# The same loop without warp_specialize (device-side descriptors too): initcheck's reads
+# are the atomic exchanges that publish each tensor map, read from the kept cubin: clean.
+run triton_plain_desc 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py plain --n 1024
 run torch_vendor 0 --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
 run torch_vendor4096 0 --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py --n 4096
 run torch_filter 0 --kernel scale_rows --tools initcheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py

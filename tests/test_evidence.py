@@ -20,7 +20,7 @@ from bundles import deadlock_bundle, sanitizer_bundle
 from support import REPORTS, ROOT, assert_one_error_line, wsperf
 from wsperf.analyses.correctness import correctness_report
 from wsperf.analyses.evidence import gather
-from wsperf.analyses.handoffs import Release, releases, sheets
+from wsperf.analyses.handoffs import Release, discarded_reads, releases, sheets
 from wsperf.collectors.collect import Options, sanitizer_args, sanitizer_limit
 from wsperf.collectors.scope import Scope, finding_scope, vendor_library
 from wsperf.collectors.store import open_store
@@ -305,3 +305,27 @@ def test_each_side_of_a_race_is_read_in_the_generated_ptx():
     assert len(doc["race_accesses"]) == 2
     assert acc["write"]["instructions"][0].startswith("cp.async.bulk.shared") and "stage" in acc["write"]["what"]
     assert acc["read"]["instructions"][0].startswith("ld.shared.f32") and "partition" not in acc["read"]["what"]
+
+
+def test_an_atomic_exchange_that_publishes_a_tensor_map_is_no_uninitialized_read():
+    # Triton publishes each tensor map it builds on the device (tl.make_tensor_descriptor)
+    # with atomic exchanges whose old value goes to RZ; initcheck reports each as a read of
+    # uninitialized global memory (20 a launch on the H200) and stopped every such kernel.
+    # The cubin the bundle keeps says what the instruction at each PC is.
+    con = open_store(None)
+    ev = gather(con, [EVIDENCE / "triton_plain_desc"])  # the loop without warp_specialize
+    init = [f for _, o in ev.sanitizer for f in o.findings if f.tool == "initcheck"]
+    assert len(init) == 20 and {f.pc_offset for f in init} == {0x630}
+    assert correctness_report(ev.sanitizer, None).broken  # read as errors, it stops
+    judged = correctness_report(ev.sanitizer, None, discarded_reads(ev.generated))
+    assert not judged.broken
+    (why,) = judged.sass_artifacts
+    assert "ATOMG.E.EXCH.STRONG.GPU PT, RZ," in why and why.endswith("(20 findings)")
+    manifest = json.loads((EVIDENCE / "triton_plain_desc" / "bundle.json").read_text())
+    assert manifest["outcome"] == "clean"  # collect judged it so on the H200
+    p = wsperf("analyze", EVIDENCE / "triton_plain_desc")
+    assert p.returncode == 0 and "Caveat: initcheck" in p.stdout and "atomic exchange" in p.stdout
+    # The warp-specialized 5-stage build still stops, on racecheck alone.
+    code, doc = _analyze("triton_ws_race")
+    assert code == 3 and [h["handoff"] for h in doc["handoffs"]] == ["race-between-roles"]
+    assert len(doc["sass_artifacts"]) == 1 and "+0x47d0" in doc["sass_artifacts"][0]
