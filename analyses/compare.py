@@ -32,9 +32,8 @@ import duckdb
 from wsperf.analyses.analyze import prepare
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.analyses.config import AnalysisConfig
-from wsperf.analyses.correctness import correctness_report
 from wsperf.analyses.evidence import gather
-from wsperf.analyses.handoffs import discarded_reads
+from wsperf.analyses.handoffs import evidence_correctness
 from wsperf.analyses.history import launch_ids_for_run
 from wsperf.analyses.hypotheses import Status, catalogue, evaluate
 from wsperf.collectors.errors import InputError, UnverifiedError
@@ -150,8 +149,7 @@ def resolve_side(con: duckdb.DuckDBPyConnection, names: Sequence[str], *, db: Pa
             if evidence.hang is not None:
                 raise InputError(f"{name}: the repro hung in this bundle, so it has no profile to compare; "
                                  f"see `wsperf analyze {name}`")
-            if correctness_report(evidence.sanitizer, evidence.kernel_filter,
-                                  discarded_reads(evidence.generated)).broken:
+            if evidence_correctness(evidence).broken:
                 raise InputError(f"{name}: the sanitizer found correctness errors in this bundle, so it has no "
                                  f"profile to compare; see `wsperf analyze {name}`")
             ver = evidence.verification

@@ -30,7 +30,7 @@ from wsperf.analyses.correctness import (Basis, CorrectnessReport, DeadlockRepor
 from wsperf.analyses.worksheet import analyse
 from wsperf.analyses.worksheet_model import Barrier, KernelSheet, Wait, phase_arrivals
 from wsperf.collectors.bundle import Bundle, read_bundle, resolve
-from wsperf.collectors.cubin import Cubin, Disassembly, find_cubins
+from wsperf.collectors.cubin import Cubin, Disassembly, find_cubins, functions
 from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.files import find_binary
 from wsperf.collectors.sanitizer import Handoff, SanitizerFinding
@@ -445,8 +445,8 @@ def race_releases(all_sheets: list[GeneratedSheet], corr: CorrectnessReport) -> 
     kernels = {k for g in corr.groups if g.handoff is Handoff.RACE for k in g.kernels}
     if not kernels:
         return ()
-    gs = [g for g in all_sheets if (g.sheet.kernel in kernels or _demangled_in(g.sheet.kernel, kernels))
-          and (not sites or any((_name(loc.file), loc.line) in sites for loc in g.locations.values()))]
+    gs = [g for g in _sheets_of(all_sheets, kernels)
+          if not sites or any((_name(loc.file), loc.line) in sites for loc in g.locations.values())]
     seen: dict[tuple, ReleaseClass] = {}
     for r in releases(gs):
         seen.setdefault((r.barrier, r.role, r.release), r)
@@ -483,14 +483,14 @@ def race_accesses(all_sheets: list[GeneratedSheet], corr: CorrectnessReport) -> 
     for grp in corr.groups:
         if grp.handoff is not Handoff.RACE:
             continue
-        gs = [g for g in all_sheets if g.sheet.kernel in grp.kernels or _demangled_in(g.sheet.kernel, set(grp.kernels))]
+        # Each sheet's PTX lines and the span of its kernel, once for all its sites.
+        gs = [(g, lines, _entry_lines(lines, g.sheet.kernel))
+              for g in _sheets_of(all_sheets, set(grp.kernels)) for lines in [g.text.split("\n")]]
         for site in grp.sites:
             if site.access not in ("read", "write") or site.source_line is None:
                 continue
             want = _SHARED_READ if site.access == "read" else _SHARED_WRITE
-            for g in gs:
-                lines = g.text.split("\n")
-                first, last = _entry_lines(lines, g.sheet.kernel)
+            for g, lines, (first, last) in gs:
                 hits = [no for no, loc in sorted(g.locations.items())
                         if first <= no <= last and (_name(loc.file), loc.line) == (_name(site.source_file), site.source_line)
                         and want.match(lines[no - 1].strip())]
@@ -544,6 +544,11 @@ def _next_barrier(lines: list[str], hits: list[int], before: bool) -> str | None
     return "; ".join(dict.fromkeys(found))
 
 
+def _sheets_of(all_sheets: list[GeneratedSheet], kernels: set[str]) -> list[GeneratedSheet]:
+    """The sheets of the kernels a sanitizer names (by function name or demangled)."""
+    return [g for g in all_sheets if g.sheet.kernel in kernels or _demangled_in(g.sheet.kernel, kernels)]
+
+
 def _demangled_in(mangled: str, names: set[str]) -> bool:
     # compute-sanitizer names a kernel by its function name ("ws_pipeline") or demangled
     # ("void ws_stream<4, ...>(...)"), the PTX by its mangled .entry name, which holds the
@@ -575,14 +580,23 @@ def accepted_races(all_sheets: list[GeneratedSheet], corr: CorrectnessReport, ac
     return tuple(sorted({c.release.value for c in cls}))
 
 
+def evidence_correctness(ev: Any) -> CorrectnessReport:
+    """The correctness report of the evidence `ev` (analyses.evidence.Evidence): its
+    sanitizer outputs under its kernel filter, the machine code it keeps answering what it
+    can (`discarded_reads`). What analyze and compare judge a bundle by; collect's judge
+    (`release_judge`) is the same from the bundle it is writing."""
+    return correctness_report(ev.sanitizer, ev.kernel_filter, discarded_reads(ev.generated))
+
+
 def release_judge(kernel: str | None, accepted: tuple[str, ...]):
     """collect's judge (collectors/collect.Judge): stop on any error of the user's kernels,
     unless `accepted_races` excuses them, read from the bundle's generated code."""
     def judge(root: Path, outputs: list) -> tuple[bool, list[str]]:
-        corr = correctness_report(outputs, kernel, discarded_reads(generated_files(read_bundle(root))))
+        generated = generated_files(read_bundle(root))
+        corr = correctness_report(outputs, kernel, discarded_reads(generated))
         if not corr.broken:
             return False, []
-        ok = accepted_races(sheets(generated_files(read_bundle(root)), root)[0], corr, accepted) if accepted else ()
+        ok = accepted_races(sheets(generated, root)[0], corr, accepted) if accepted else ()
         return (False, list(ok)) if ok else (True, [])
     return judge
 
@@ -598,19 +612,19 @@ def discarded_reads(generated: Iterable[tuple[str, Path]]) -> Callable[[Sanitize
     is no read of the data. Triton publishes a tensor map it builds on the device
     (tensormap.cp_fenceproxy) with such exchanges into fresh global memory, and initcheck
     stops every such kernel (measured on the H200: 20 findings a launch). None without a
-    cubin or nvdisasm; a finding whose instruction cannot be read stays an error."""
+    cubin or nvdisasm; a finding whose instruction cannot be read (no cubin holds its
+    kernel, or two hold different code under its name) stays an error."""
     cubins = [p for kind, p in generated if kind == "cubin"]
     tool = find_binary("nvdisasm") if cubins else None
     if tool is None:
         return None
-    by_name: dict[str, Cubin] = {}
+    found: list[Cubin] = []
     for p in cubins:
         try:
-            for c in find_cubins(p.read_bytes()):
-                for name in c.code:
-                    by_name.setdefault(name, c)
+            found += find_cubins(p.read_bytes())
         except OSError:
             continue
+    by_name = functions(found)  # a name two cubins hold with different code: None, not read
     listings: dict[str, dict[int, str]] = {}
 
     def judge(f: SanitizerFinding) -> str | None:
@@ -618,10 +632,11 @@ def discarded_reads(generated: Iterable[tuple[str, Path]]) -> Callable[[Sanitize
             return None
         name = f.kernel if f.kernel in by_name else next(
             (n for n in by_name if _demangled_in(n, {f.kernel})), None)
-        if name is None:
+        code = by_name.get(name) if name is not None else None
+        if code is None:
             return None
         if name not in listings:
-            listings[name] = Disassembly(by_name[name], [name], tool).listing().get(name) or {}
+            listings[name] = Disassembly(code, [name], tool).listing().get(name) or {}
         text = listings[name].get(f.pc_offset)
         if text is None or not _DISCARDED_EXCHANGE.match(text):
             return None

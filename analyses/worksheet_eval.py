@@ -168,10 +168,9 @@ class _Kernel:
         if m:
             inner, c = self._shared_fn(m.group(1), depth + 1), int(m.group(2))
             return None if inner is None else (inner[0], lambda t, g=inner[1]: None if (x := g(t)) is None else x + c)
-        v = self.vals(op)
-        if v is not None and v[0] is not None and v[1] is not None and len(v[1]) == 1:
-            c0 = next(iter(v[1]))
-            return v[0], lambda t: c0
+        at = self.shared_at(op)
+        if at is not None:
+            return at[0], lambda t: at[1]
         ds = self.defs.get(op)
         if depth > 24 or not ds or len(ds) != 1 or ds[0].opcode.split(".")[0] != "add" or len(ds[0].operands) != 3:
             return None
@@ -192,26 +191,33 @@ class _Kernel:
             m = re.fullmatch(r"st\.shared(?:::cta)?(?:\.v(\d))?\.[bsu](8|16|32|64)", s.opcode)
             if not m or len(s.operands) != 2 or s.guard:
                 continue
-            v = self.vals(s.operands[0])
-            if v is None or v[0] is None or v[1] is None or len(v[1]) != 1:
+            where = self.shared_at(s.operands[0])
+            if where is None:
                 continue
             items = [x.strip() for x in s.operands[1].strip("{}").split(",")]
             if len(items) != int(m.group(1) or 1) or not all(re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", x)
                                                                  for x in items):
                 continue
             width = int(m.group(2)) // 8
-            at = next(iter(v[1]))
-            table = self._tables.setdefault(v[0], {})
+            sym, at = where
+            table = self._tables.setdefault(sym, {})
             first = False
             for n, x in enumerate(items):
                 for i, byte in enumerate((int(x, 0) & ((1 << (8 * width)) - 1)).to_bytes(width, "little")):
                     if at + n * width + i not in table:
                         table[at + n * width + i] = byte
                         first = True
-            (self._table_lines if first else self._table_later).setdefault(v[0], set()).add(s.line)
+            (self._table_lines if first else self._table_later).setdefault(sym, set()).add(s.line)
         return self._tables
 
     # ---- shared-memory addresses ----
+    def shared_at(self, op: str) -> tuple[str, int] | None:
+        """(symbol, byte offset) of a shared address that `vals` resolves to one place."""
+        v = self.vals(op)
+        if v is None or v[0] is None or v[1] is None or len(v[1]) != 1:
+            return None
+        return v[0], next(iter(v[1]))
+
     def vals(self, op: str, depth: int = 0) -> Val:
         """(symbol or None, the values `op` can take) for a shared address or an integer
         computed from symbols and constants; None when not derived. A ring index such as

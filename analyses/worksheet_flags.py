@@ -110,13 +110,8 @@ def _tensormap_staging(k: _Kernel, stmts: list[Stmt]) -> set[tuple[str, int]]:
     tensormap.replace (a descriptor made on the device: Triton's tl.make_tensor_descriptor).
     Its generic stores (the zero fill before the fields are replaced) are published by
     tensormap.cp_fenceproxy, and no wgmma or bulk copy reads them as data."""
-    out = set()
-    for s in stmts:
-        if s.opcode.startswith("tensormap.replace") and s.operands:
-            v = k.vals(s.operands[0])
-            if v is not None and v[0] is not None and v[1] is not None and len(v[1]) == 1:
-                out.add((v[0], next(iter(v[1]))))
-    return out
+    return {at for s in stmts if s.opcode.startswith("tensormap.replace") and s.operands
+            and (at := k.shared_at(s.operands[0])) is not None}
 
 
 def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:

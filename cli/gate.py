@@ -51,8 +51,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
     # Imported only where there is evidence to judge (start-up time, not a cycle): the
     # sanitizer findings, the handoff worksheet and cuda-gdb's parser cost ~0.17 s to import,
     # a tenth of a one-report `wsperf analyze`.
-    from wsperf.analyses.correctness import correctness_report
-    from wsperf.analyses.handoffs import accepted_races, deadlock, discarded_reads, race_accesses, races
+    from wsperf.analyses.handoffs import accepted_races, deadlock, evidence_correctness, race_accesses, races
 
     code = ExitCode.OK
     said = ""
@@ -61,7 +60,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
         emit(fmt, rep, _deadlock_text, render.deadlock_json, _deadlock_markdown)
         code, said = ExitCode.DEADLOCK, _deadlock_markdown(rep)
         tried = tuple(_deadlock_experiments(rep))
-    corr = correctness_report(evidence.sanitizer, evidence.kernel_filter, discarded_reads(evidence.generated))
+    corr = evidence_correctness(evidence)
     ver = evidence.verification
     excused = accepted_races(list(evidence.sheets), corr, ver.accepted) if ver is not None else ()
     if corr.broken and not excused:
@@ -71,7 +70,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
                     said + _correctness_markdown(value),
                     (tried if code else ()) + tuple(dict.fromkeys(
                         f"{r.release.value} on {r.barrier} ({r.role}): {r.check}" for r in value[2])))
-    caveats = list(_vendor_caveats(corr)) + list(corr.filter_artifacts) + list(corr.sass_artifacts)
+    caveats = _not_counted(corr)
     if excused:
         hazards = sum(g.findings for g in corr.groups)
         caveats.append(f"accepted at collect time (--accept-race {', '.join(excused)}): {hazards} racecheck "
@@ -139,6 +138,12 @@ def _deadlock_experiments(rep: DeadlockReport) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _not_counted(corr: CorrectnessReport) -> list[str]:
+    """Findings that did not stop the bundle, one line each: inside library kernels, caused
+    by the sanitizer's kernel filter, or answered by the machine code."""
+    return _vendor_caveats(corr) + list(corr.filter_artifacts) + list(corr.sass_artifacts)
+
+
 def _vendor_caveats(corr: CorrectnessReport) -> list[str]:
     return [f"{v.tool or 'the sanitizer'} reported {v.findings} finding(s)"
             + (f" ({v.hazards:,} hazards)" if v.hazards else "")
@@ -173,7 +178,7 @@ def _correctness_text(value: _Correctness, console) -> None:
                             + (f"; {'after' if a.access == 'read' else 'before'} {a.barrier}" if a.barrier else "")),
                       plain(a.what))
         console.print(t)
-    for c in _vendor_caveats(corr) + list(corr.filter_artifacts) + list(corr.sass_artifacts):
+    for c in _not_counted(corr):
         console.print(Text.assemble(("not counted: ", "bold yellow"), plain(c)), soft_wrap=True)
     if ver is not None and not ver.verified:
         for p in ver.problems:
@@ -239,8 +244,7 @@ def _correctness_json(value: _Correctness) -> str:
 
 def _correctness_markdown(value: _Correctness) -> str:
     corr, ver, rel, acc = value
-    extra = [f"- not counted: {md(c)}" for c in _vendor_caveats(corr) + list(corr.filter_artifacts)
-             + list(corr.sass_artifacts)]
+    extra = [f"- not counted: {md(c)}" for c in _not_counted(corr)]
     extra += [f"- release on {md_code(r.barrier)} by {md(r.role)}: **{r.release.value}** ({md(r.evidence)}); check: "
               f"{md(r.check)}" for r in rel]
     extra += [f"- racing {a.access} at {md_code(a.source)}: PTX "
