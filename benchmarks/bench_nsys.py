@@ -2,8 +2,9 @@
 answers the kernel summary within a target, measured against a bare sqlite3 read of the
 same rows (kernels with their names, API calls, copies) as the reference.
 
-The export is made by replication of real rows: the CloverLeaf export of
-fixtures/nsys/ (nsys 2024.5, 1312 kernels on an A100) is copied and its kernel, runtime
+The export is made by replication of real rows: the public CloverLeaf export in
+../shared/public/nsys beside the clone (nsys 2024.5, 1312 kernels on an A100; not part of
+the repository, $WSPERF_PUBLIC_DATA names another copy) is copied and its kernel, runtime
 and memcpy rows are repeated, each copy shifted past the previous one in time and given
 fresh correlation ids, until it holds at least --kernels kernel records. The names,
 launch configurations, gaps and API calls are the real ones, repeated.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -30,7 +32,8 @@ from wsperf.collectors.nsys import load_nsys_export
 from wsperf.collectors.store import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "fixtures" / "nsys" / "cloverleaf_cuda_a100_nsys2024.5.sqlite.gz"
+PUBLIC = Path(os.environ.get("WSPERF_PUBLIC_DATA") or ROOT.parent / "shared" / "public")
+SOURCE = PUBLIC / "nsys" / "cloverleaf_cuda_a100_nsys2024.5.sqlite.gz"
 # Beyond the bare read, the loader converts every value into Arrow and DuckDB, resolves
 # names and derives launch latency over all API calls; the summary runs every timeline
 # query. Measured at 1,000,000 kernels: see README "Nsight Systems". The target leaves

@@ -22,8 +22,22 @@ from wsperf.collectors.store import open_store
 # processes: never the user's own (set before tests.support copies the environment).
 os.environ.setdefault("WSPERF_CACHE_DIR", tempfile.mkdtemp(prefix="wsperf-test-cache-"))
 
+from support import PUBLIC  # noqa: E402  after the cache is set: support copies the environment
+
 REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
 ALL_REPORTS = sorted(REPORTS.glob("*.ncu-rep"))
+
+
+@pytest.fixture(scope="session")
+def public_data() -> Path:
+    """The public reports and exports (`ncu/`, `nsys/`) that tests read but the repository
+    does not hold: ../shared/public beside the clone (or $WSPERF_PUBLIC_DATA). Absent is a
+    failure, not a skip: CI always has the folder."""
+    if not (PUBLIC / "ncu").is_dir() or not (PUBLIC / "nsys").is_dir():
+        pytest.fail(f"public test data not found at {PUBLIC} (it needs ncu/ and nsys/): it is not part "
+                    "of the repository; put the project's shared/public folder beside the clone, or "
+                    "name a copy with WSPERF_PUBLIC_DATA", pytrace=False)
+    return PUBLIC
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "fixtures" / "reports"
 ALL_REPORTS = sorted(REPORTS.glob("*.ncu-rep"))
+# Reports and exports other people published (GPUs and tool versions the project never
+# collected): not part of the repository, provided beside every clone, CI's included, at
+# ../shared/public (ncu/, nsys/, each with its origin and licences). WSPERF_PUBLIC_DATA
+# names another copy (a machine where the checkout travels alone). Tests reach it through
+# the `public_data` fixture (conftest.py), which fails with a clear message when absent.
+PUBLIC = Path(os.environ.get("WSPERF_PUBLIC_DATA") or ROOT.parent / "shared" / "public")
 
 
 def wsperf_exe() -> str:

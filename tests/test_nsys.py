@@ -1,5 +1,5 @@
 """Nsight Systems exports: the loader, the timeline analyses and the join with Nsight
-Compute, on the real exports in fixtures/nsys/ (nsys 2022.2, 2024.5 and 2025.5: three
+Compute, on real public exports (../shared/public/nsys, beside the clone: nsys 2022.2, 2024.5 and 2025.5: three
 schema versions), every figure checked against a direct sqlite3 query of the same file;
 then hostile inputs, each one Error line."""
 
@@ -20,7 +20,7 @@ import pytest
 from rich.console import Console
 
 from bundles import sanitizer_bundle
-from support import ROOT, assert_one_error_line, wsperf, wsperf_exe
+from support import PUBLIC, ROOT, assert_one_error_line, wsperf, wsperf_exe
 from wsperf.analyses.analyze import analyze
 from wsperf.analyses.compare import Change
 from wsperf.analyses.hypotheses import Status
@@ -40,14 +40,18 @@ from wsperf.collectors.nsys_capture import NsysProbe, NsysUnavailableError, prob
 from wsperf.collectors.bundle import RunRecord, read_bundle, write_manifest
 from wsperf.collectors.store import check_store, open_store
 
-NSYS = ROOT / "fixtures" / "nsys"
-SAXPY = NSYS / "saxpy_mpi_cuda_a100_nsys2022.2.sqlite.gz"  # schema 2.9.1, NVTX, host-bound
-CLOVER = NSYS / "cloverleaf_cuda_a100_nsys2024.5.sqlite.gz"  # schema 3.13.2, 1312 kernels
-VECADD = NSYS / "vecadd_rtx3060_nsys2025.5.sqlite.gz"  # schema 3.24.0, cluster columns
-NO_KERNELS = NSYS / "cublas_test_rtx5060_nsys2025.1_no_kernels.sqlite.gz"
-VECADD_REP = NSYS / "vecadd_rtx3060_nsys2025.5.nsys-rep"
+NSYS = ROOT / "fixtures" / "nsys"  # the project's own: the H200's nsys stub, vecadd under ncu
+PUBLIC_NSYS = PUBLIC / "nsys"  # other people's exports, each with its .provenance.json
+SAXPY = PUBLIC_NSYS / "saxpy_mpi_cuda_a100_nsys2022.2.sqlite.gz"  # schema 2.9.1, NVTX, host-bound
+CLOVER = PUBLIC_NSYS / "cloverleaf_cuda_a100_nsys2024.5.sqlite.gz"  # schema 3.13.2, 1312 kernels
+VECADD = PUBLIC_NSYS / "vecadd_rtx3060_nsys2025.5.sqlite.gz"  # schema 3.24.0, cluster columns
+NO_KERNELS = PUBLIC_NSYS / "cublas_test_rtx5060_nsys2025.1_no_kernels.sqlite.gz"
+VECADD_REP = PUBLIC_NSYS / "vecadd_rtx3060_nsys2025.5.nsys-rep"
 VECADD_NCU = NSYS / "vecadd_h200.ncu-rep.gz"  # the same program's kernel under ncu (H200)
 EXPORTS = [SAXPY, CLOVER, VECADD]
+
+# Every test here may read a public export: a missing ../shared/public fails them all, clearly.
+pytestmark = pytest.mark.usefixtures("public_data")
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """Nsight Compute reports made by other people, on GPUs and kernels the project never
 collected: Turing, Ampere and an H800, default and full section sets, ncu 2022.3-2024.1.
-Where each came from (repository, commit, licence, GPU, ncu version) is in
-fixtures/public/ORIGIN.md, beside the reports themselves (unchanged, with their licences).
+They are not part of the repository: they are read from ../shared/public/ncu beside the
+clone, where ORIGIN.md says where each came from (repository, commit, licence, GPU, ncu
+version) and licences/ holds their licences.
 
 The first tests need no public report: each reproduces, on a committed fixture, the shape
 a public report showed (a metric it lacks, a limit it reports) and pins what wsperf does
@@ -23,7 +24,6 @@ from wsperf.cli import render
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "fixtures" / "reports"
-PUBLIC = ROOT / "fixtures" / "public"
 NAMES = ("cudaCode__profile", "cuda_learning_mojo__profile", "IndexSpaces.jl__profile",
          "cutlass__report-s8", "sglang__profile")
 STATUSES = {"confirmed", "rejected", "no_data"}
@@ -80,10 +80,11 @@ def test_many_identical_launches_read_as_ranges():
 # -- the public reports ------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def public():
-    paths = [PUBLIC / f"{n}.ncu-rep" for n in NAMES]
+def public(public_data):
+    ncu = public_data / "ncu"
+    paths = [ncu / f"{n}.ncu-rep" for n in NAMES]
     missing = [p.name for p in paths if not p.is_file()]
-    assert not missing, f"public reports absent from {PUBLIC}: {missing} (fixtures/public/ORIGIN.md)"
+    assert not missing, f"public reports absent from {ncu}: {missing} (see its ORIGIN.md)"
     with wsperf.load(paths) as s:
         yield s
 
