@@ -28,7 +28,7 @@ from typing import Iterable, Mapping
 
 import duckdb
 
-from wsperf.analyses.sql import check_kernel_regex
+from wsperf.analyses.sql import check_kernel_regex, sandbox
 from wsperf.collectors.bundle import ENVIRONMENT
 from wsperf.collectors.errors import InputError, StoreError
 from wsperf.collectors.files import check_output_dir, staged_into
@@ -397,6 +397,8 @@ def export_parquet(con: duckdb.DuckDBPyConnection, out_dir: Path, overwrite: boo
     # (never through a link planted there); a failed or interrupted export leaves the
     # previous one, not a partial file.
     with staged_into(out, what=what) as stage:
+        # From here on the connection writes into the stage and nowhere else, for good.
+        sandbox(con, writable=stage)
         try:
             for t in EXPORT_WHOLE:
                 ((rows[t],),) = con.execute(f"COPY (SELECT * FROM {t} ORDER BY ALL) TO $p (FORMAT PARQUET)",

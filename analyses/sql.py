@@ -87,14 +87,22 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> QueryResult:
     return QueryResult(columns, rows)
 
 
-def sandbox(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+def sandbox(con: duckdb.DuckDBPyConnection, writable: os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
     """Switch DuckDB's access to anything outside the open store off for good on `con`
-    (see the module docstring); returns `con`."""
+    (see the module docstring), but for the directory `writable` when one is given (the
+    only place a COPY ... TO may then write); returns `con`."""
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
+    if writable is not None:
+        con.execute("SET allowed_directories = " + _sql_list([os.fspath(writable)]))
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
+
+
+def _sql_list(texts: list[str]) -> str:
+    """A DuckDB list literal of the strings (SET takes no parameters)."""
+    return "[" + ", ".join("'" + t.replace("'", "''") + "'" for t in texts) + "]"
 
 
 def query_store(db: str | os.PathLike[str] | None, reports: Sequence[str | os.PathLike[str]] = (),

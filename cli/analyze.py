@@ -76,7 +76,7 @@ def analyze(
         check_kernel_regex(kernel)
         if not reports and not sanitizer:
             raise InputError("nothing to analyze: give reports, a bundle directory or --sanitizer FILE.xml")
-        check_outputs(charts_dir, html_file)
+        check_outputs(charts_dir, html_file, inputs=[*reports, *sanitizer, *source, config], store=db)
         con = open_store(db, lock_timeout=lock_timeout)
         run = begin_run(con, db, label, tag, commit, branch, reports)
         evidence = gather(con, reports, sanitizer, source)
@@ -160,7 +160,7 @@ def chart(
     """Write each launch's charts (stall reasons per role, instruction families, speed
     of light) as Vega-Lite JSON, standalone HTML, PNG and SVG; prints the files."""
     with error_boundary():
-        check_outputs(out_dir, None)
+        check_outputs(out_dir, None, inputs=reports, charts_option="--out")
         con = open_store(None)
         evidence = gather(con, reports)
         gate = handoff(evidence, OutputFormat.text)

@@ -21,6 +21,7 @@ from wsperf.cli.render import OutputFormat
 from wsperf.cli.report_md import write_report
 from wsperf.collectors.collect import PROFILE_CAP, CollectError, Options as CollectOptions, collect as run_collect
 from wsperf.collectors.errors import ExitCode, InputError
+from wsperf.collectors.files import refuse_overwrite
 from wsperf.collectors.generated import check_sources
 from wsperf.collectors.sanitizer import TOOLS as SANITIZER_TOOLS
 from wsperf.collectors.store import open_store
@@ -74,6 +75,7 @@ def collect(
             raise InputError(f"--accept-race {bad[0]!r}: only {', '.join(ACCEPTABLE_RACES)} can be accepted (a "
                              "release racecheck reports although it is valid); fix any other race")
         check_sources(tuple(str(p) for p in source))
+        refuse_overwrite({"--out": out_dir}, source)
         opts = CollectOptions(out_dir or Path(f"wsperf-bundle-{time.strftime('%Y%m%d-%H%M%S')}"), timeout,
                               tuple(t.strip() for t in tools.split(",") if t.strip()), kernel, launch_count,
                               not no_profile, tuple(str(p) for p in source), tuple(accept_race), allow_unverified,

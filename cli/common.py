@@ -12,7 +12,7 @@ import signal
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, NoReturn, Optional
+from typing import Callable, Iterable, Iterator, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -20,7 +20,7 @@ from rich.console import Console
 from wsperf.cli import render
 from wsperf.cli.render import OutputFormat
 from wsperf.collectors.errors import ExitCode, WsperfError
-from wsperf.collectors.files import why
+from wsperf.collectors.files import refuse_overwrite, why
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.process import Terminated, received_signal, signal_words, signals_as_exceptions
 
@@ -142,8 +142,14 @@ def emit(fmt: OutputFormat, value, text, as_json, as_markdown) -> None:
         text(value, out)
 
 
-def check_outputs(charts_dir: Optional[Path], html_file: Optional[Path]) -> None:
-    """Refuse an unusable --charts / --html target before loading anything."""
+def check_outputs(charts_dir: Optional[Path], html_file: Optional[Path], *, inputs: Iterable[object] = (),
+                  store: Optional[Path] = None, more: Optional[dict[str, Optional[Path]]] = None,
+                  charts_option: str = "--charts") -> None:
+    """Refuse an unusable --charts / --html target before loading anything, and any
+    output (these and `more`, by option name) that is an input, a file of an input
+    bundle, the store or another output (collectors/files.py refuse_overwrite)."""
+    refuse_overwrite({charts_option: charts_dir, "--html": html_file, **(more or {})},
+                     [p for p in inputs if isinstance(p, (str, os.PathLike))], store=store)
     # Imported only when asked for: the chart modules pull in Altair, slow to import.
     if charts_dir is not None:
         from wsperf.cli.charts import check_out_dir

@@ -65,7 +65,7 @@ def compare(
     shared memory, launch shape, instruction paths exactly) and hypothesis by hypothesis.
     Exit 1 when anything regressed, 0 when not."""
     with error_boundary():
-        check_outputs(charts_dir, html_file)
+        check_outputs(charts_dir, html_file, inputs=[*inputs, *vs, config], store=db, more={"--out": out_file})
         if vs:
             base_names, cand_names = list(inputs), list(vs)
         elif len(inputs) == 2:

@@ -18,10 +18,12 @@ from rich.table import Table
 from wsperf.analyses.config import load_config
 from wsperf.analyses.nsys import nsys_history
 from wsperf.analyses.history import HistoryPoint, export_parquet, history as run_history
+from wsperf.analyses.sql import sandbox
 from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, out
 from wsperf.cli.runs import LOCK_HELP, require_store
 from wsperf.collectors.errors import InputError
+from wsperf.collectors.files import refuse_overwrite
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
 
 
@@ -65,10 +67,11 @@ def history(
     first, with the run's label, commit, date and tags, its number of launches and the
     median, min and max of the metric over them."""
     with error_boundary():
-        check_outputs(charts_dir, None)
+        check_outputs(charts_dir, None, inputs=[config], store=db)
         cfg = load_config(config)
         require_store(db)
-        con = open_store(db, read_only=True, lock_timeout=lock_timeout)
+        # the store's SQL is wsperf's own (open_store checks its catalog), and it reaches nothing outside it
+        con = sandbox(open_store(db, read_only=True, lock_timeout=lock_timeout))
         if source is HistorySource.nsys and metric != "duration_ns":
             raise InputError(f"--metric {metric!r}: runs of Nsight Systems exports hold durations only (duration_ns)")
         points = (nsys_history(con, kernel=kernel, tags=tag, last=last) if source is HistorySource.nsys
@@ -172,6 +175,7 @@ def export(
     launches, metrics, sass, stalls, opcodes and ncu_rules with their run_id,
     Hive-partitioned by the run's date (DIR/<table>/run_date=YYYY-MM-DD/)."""
     with error_boundary():
+        refuse_overwrite({"--parquet": parquet}, [], store=db)
         require_store(db)
         con = open_store(db, read_only=True, lock_timeout=lock_timeout)
         res = export_parquet(con, parquet, overwrite=overwrite)

@@ -116,7 +116,7 @@ def nsys(
     lead with its kernel's share of GPU time."""
     with error_boundary():
         exports, reports = split_inputs(inputs)
-        check_outputs(charts_dir, None)
+        check_outputs(charts_dir, None, inputs=inputs, store=db)
         con = open_store(db, lock_timeout=lock_timeout)
         rep = nsys_report(con, exports, reports, top)
         charts = write_nsys_charts(con, rep, charts_dir) if charts_dir is not None else {}
@@ -140,7 +140,7 @@ def analyze_timeline(exports: list[Path], reports: list[Path], *, sanitizer: lis
     dirs = [p for p in reports if p.is_dir()]
     if dirs:
         raise InputError(f"{dirs[0]}: a bundle is not combined with Nsight Systems exports; give its .ncu-rep files")
-    check_outputs(charts_dir, None)
+    check_outputs(charts_dir, None, inputs=[*exports, *reports], store=db)
     con = open_store(db, lock_timeout=lock_timeout)
     meta = begin_run(con, db, label, tags or [], commit, branch, [])
     # One transaction: an export that fails to load (or a killed process) records no run.

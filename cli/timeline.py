@@ -98,7 +98,7 @@ def timeline(
     epilogue shares, copy/compute overlap) from in-kernel role events. serialized-roles cites
     the overlap as its evidence."""
     with error_boundary():
-        check_outputs(charts_dir, None)
+        check_outputs(charts_dir, None, inputs=[*traces, *(report or [])], store=db, more={"--perfetto": perfetto})
         if perfetto is not None:
             check_output(perfetto, what="the Perfetto file")
         con = open_store(db, lock_timeout=lock_timeout)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -123,28 +124,77 @@ def find_tool(name: str) -> str:
 
 def _run(argv: list[str], timeout: float, what: str) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=timeout, check=False)
+        # stdin is /dev/null: a compiled file that includes /dev/stdin must not wait on wsperf's
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
+                              timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise ToolError(f"{what}: {Path(argv[0]).name} did not finish in {timeout:.0f} s") from None
     except OSError as e:
         raise ToolError(f"{what}: cannot run {argv[0]} ({e.strerror or e})") from None
 
 
+# A temporary directory nvcc may be given: its path reaches the shell nvcc runs its stages
+# through, so it must hold no character a shell reads.
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_./+-]+")
+
+
+def _private_dir(prefix: str) -> str:
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    if _SHELL_SAFE.fullmatch(tmp):
+        return tmp
+    os.rmdir(tmp)  # a TMPDIR with spaces or shell characters: the system's own /tmp instead
+    return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+
+
 def run_nvcc(src: Path, arch: str, mode: list[str], out: Path, needs: str, instead: str) -> list[str]:
     """Compile `src` for `arch` with the extra `mode` options into `out`; nvcc's and
     ptxas' output lines. No nvcc: a ToolError saying what `needs` it and what to give
-    `instead`; a failed compile: an InputError with nvcc's first error lines."""
+    `instead`; a failed compile: an InputError with nvcc's first error lines.
+
+    nvcc hands file names to a shell that runs its stages, so a user's name is never given
+    to it: it compiles a private copy (`source.cu`) in a directory of its own, finds the
+    copy's own includes through a link to the source's directory (`-I`, under a name as
+    safe), writes `result` there, and the result is moved to `out`. What nvcc prints, and
+    a PTX `.file` directive, name the user's file again."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise ToolError(f"{src}: {needs} needs nvcc, which is not on PATH: install the CUDA toolkit "
                         f"(12.8 or newer for sm_100a) and put its bin/ on PATH, or give {instead}")
-    proc = _run([nvcc, f"-arch={arch}", *mode, "-o", str(out), str(src)], COMPILE_TIMEOUT_S, str(src))
-    lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-    if proc.returncode != 0 or not out.exists():
-        errors = [ln for ln in lines if "error" in ln.lower()] or lines
-        flags = " ".join([f"-arch={arch}", *(m for m in mode if m == "-ptx")])
-        raise InputError(f"{src}: nvcc {flags} failed (exit {proc.returncode}): " + " | ".join(errors[:3])[:600])
-    return lines
+    tmp = _private_dir("wsperf-nvcc-")
+    try:
+        copy = Path(tmp) / "source.cu"
+        try:
+            shutil.copyfile(src, copy)
+        except OSError as e:
+            raise InputError(f"{src}: cannot read ({e.strerror or e})") from None
+        (Path(tmp) / "srcdir").symlink_to(Path(src).resolve().parent, target_is_directory=True)
+        result = Path(tmp) / "result"
+        proc = _run([nvcc, f"-arch={arch}", *mode, f"-I{tmp}/srcdir", "-o", str(result), str(copy)],
+                    COMPILE_TIMEOUT_S, str(src))
+        private = re.compile(re.escape(str(copy)) + "|" + re.escape(f"{tmp}/srcdir"))
+
+        def named(text: str, where: Path) -> str:  # the private names back to the user's
+            return private.sub(lambda m: _printable_path(where if m.group(0) == str(copy) else where.parent), text)
+
+        lines = [named(ln, Path(src)) for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        if proc.returncode != 0 or not result.exists():
+            errors = [ln for ln in lines if "error" in ln.lower()] or lines
+            flags = " ".join([f"-arch={arch}", *(m for m in mode if m == "-ptx")])
+            raise InputError(f"{src}: nvcc {flags} failed (exit {proc.returncode}): " + " | ".join(errors[:3])[:600])
+        if "-ptx" in mode:  # .file "<tmp>/source.cu" names the user's file (absolute), as a direct compile would
+            text = result.read_text(errors="replace")
+            result.write_text(re.sub(r'^(\s*\.file\s+\d+\s+"[^"\n]*)', lambda m: named(m.group(1), Path(src).resolve()),
+                                     text, flags=re.M))
+        shutil.move(str(result), str(out))
+        return lines
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _printable_path(p: Path) -> str:
+    """`p` as a PTX string or a message may hold it: quotes, backslashes and control
+    characters become '_'."""
+    return re.sub(r'["\\\x00-\x1f\x7f]', "_", str(p))
 
 
 def compile_cu(src: Path, arch: str, out_dir: Path) -> tuple[Path, list[str]]:

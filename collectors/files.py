@@ -36,7 +36,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -188,6 +188,69 @@ def check_output_dir(directory: str | os.PathLike[str], *, what: str = "the outp
     if not stat.S_ISDIR(st.st_mode):
         raise error(f"{directory}: exists and is not a directory; give a new or empty directory for {what}")
     return True
+
+
+# How many entries of an input directory (a bundle) are looked at for an output that is one
+# of its files: a bundle holds tens; a hostile tree cannot make the check slow.
+_MAX_INPUT_ENTRIES = 10_000
+
+
+def _identity(path: str | os.PathLike[str]) -> tuple[tuple[int, int] | None, str]:
+    """(device, inode) of what `path` names (None when it does not exist or cannot be
+    looked at) and its real path: the two ways one file has two names."""
+    try:
+        st = os.stat(path)
+        ident = (st.st_dev, st.st_ino)
+    except (OSError, ValueError):
+        ident = None
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        real = os.fspath(path)
+    return ident, real
+
+
+def refuse_overwrite(outputs: dict[str, str | os.PathLike[str] | None],
+                     inputs: Iterable[str | os.PathLike[str] | None], *, store: str | os.PathLike[str] | None = None,
+                     error: type[WsperfError] = InputError) -> None:
+    """Refuse, before any work, an output that would be written over what the command
+    reads: an output path (`outputs`, by option name) that is the same file (by inode, or
+    by real path when it does not exist yet) as an input, a file inside an input
+    directory (a bundle), the store, or another output. A directory given as an output is
+    refused when it is an input or the store itself."""
+    named: dict[tuple[int, int] | str, str] = {}
+
+    def note(path: str | os.PathLike[str], what: str) -> None:
+        ident, real = _identity(path)
+        named.setdefault(real, what)
+        if ident is not None:
+            named.setdefault(ident, what)
+
+    for p in inputs:
+        if p is None or not os.fspath(p):
+            continue
+        note(p, f"the input {p}")
+        if os.path.isdir(p) and not os.path.islink(p):
+            for k, (root, _, files) in enumerate(os.walk(p)):
+                if k >= _MAX_INPUT_ENTRIES:
+                    break
+                for f in files[:_MAX_INPUT_ENTRIES]:
+                    note(os.path.join(root, f), f"{os.path.join(root, f)}, a file of the input {p}")
+    if store is not None:
+        note(store, f"the store {store}")
+    for option, out in outputs.items():
+        if out is None or not os.fspath(out):
+            continue
+        ident, real = _identity(out)
+        clash = named.get(ident) if ident is not None else None
+        clash = clash or named.get(real)
+        if clash is not None:
+            rule = ("wsperf writes each output to a path of its own" if clash.startswith("also ")
+                    else "wsperf never writes an output over what it reads")
+            raise error(f"{option} {out}: is {clash}; {rule}: give another path")
+        named[real] = f"also the path of {option}"
+        if ident is not None:
+            named[ident] = f"also the path of {option}"
 
 
 @contextmanager

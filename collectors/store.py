@@ -32,6 +32,7 @@ from pathlib import Path
 
 import duckdb
 
+from wsperf.collectors.catalog import check_catalog
 from wsperf.collectors.errors import InputError, StoreError
 from wsperf.collectors.files import open_input, why
 from wsperf.collectors.limits import duckdb_config
@@ -94,6 +95,7 @@ def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = 
     try:
         if read_only:
             _check_version(con, p)
+            check_catalog(con, p)
         else:
             _apply_schema(con, p)
     except BaseException:
@@ -317,6 +319,7 @@ def _check_owner(con: duckdb.DuckDBPyConnection, where: object) -> None:
         raise StoreError(f"{where}: is a DuckDB database but not a wsperf store (it holds "
                          f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}); give a new file name")
     _check_version(con, where)
+    check_catalog(con, where)
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, where: object) -> None:
