@@ -38,7 +38,7 @@ from wsperf.analyses.correctness import Basis, Item
 from wsperf.analyses.sql import check_kernel_regex, matching
 from wsperf.analyses.worksheet_eval import _Kernel, _warps
 from wsperf.analyses.worksheet_flags import (_flag_counts, _flag_cta_barrier, _flag_init_in_role,
-                                             _flag_proxy_fence)
+                                             _flag_phase_order, _flag_proxy_fence)
 from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Arrive, Barrier, Flag, KernelSheet,
                                              Site, Wait, Worksheet, _fmt, _local)
 from wsperf.collectors.errors import InputError
@@ -66,6 +66,10 @@ def worksheet(paths: list[Path], arch: str | None = None, kernel: str | None = N
 
 
 _PRODUCER = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.shared::\w+\.global|cp\.async\.(ca|cg)|ld\.global)")
+# what an epilogue issues: global stores, a TMA store from shared memory, tensor-memory loads
+_EPILOGUE = re.compile(r"^(st\.global|red\.global|cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|tcgen05\.ld)")
+# what a warp with no job runs: register budgets, barriers, branches, moves and compares
+_IDLE = re.compile(r"^(setmaxnreg|bar\.|barrier\.|bra|ret|exit|mov|setp|selp|add|sub|and|or|shr|shl|cvt|ld\.param)")
 _CONSUMER = re.compile(r"^(wgmma\.mma_async|tcgen05\.mma|mma\.sync|fma\.|mul\.(rn\.)?f|mad\.(rn\.)?f)")
 
 
@@ -97,7 +101,9 @@ def analyse(e: Entry, source: str) -> KernelSheet:
             any(o.startswith("cp.async") for o in ops) or any(o.startswith("st.shared") for o in ops))
         cons = any(_CONSUMER.match(o) for o in ops)
         kind = "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
-            "epilogue" if any(o.startswith("st.global") for o in ops) else "other"
+            "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
+            "tensor-memory owner" if any(o.startswith("tcgen05.alloc") for o in ops) else \
+            "idle" if all(_IDLE.match(o) for o in ops) else "other"
         role_name[ws] = f"{kind} ({_warps(ws)})"
         what = sorted({o.split(".")[0] + ("." + o.split(".")[1] if o.split(".")[0] in ("cp", "tcgen05", "wgmma",
                                                                                         "mma", "ld", "st") else "")
@@ -148,6 +154,18 @@ def analyse(e: Entry, source: str) -> KernelSheet:
     if allocs and not relinq:
         flags.append(Flag(4, FLAG_NAMES[4], "tcgen05.alloc without tcgen05.relinquish_alloc_permit: other CTAs on "
                           "the SM may block in their allocation", Basis.EVIDENCE, stmts[allocs[0]].line))
+    freeing = {i: k.threads(i) for i in deallocs}
+    if len(deallocs) > 0 and all(p is not None for p in freeing.values()):
+        warps = sorted({t // 32 for p in freeing.values() for t in p})  # type: ignore[union-attr]
+        if len(warps) > 1:
+            where = "; ".join(f"line {stmts[i].line} by {site(i).role}" for i in deallocs)
+            flags.append(Flag(6, FLAG_NAMES[6], f"tensor memory is freed by {len(warps)} warps ({_warps(frozenset(warps))}:"
+                              f" {where}): tcgen05.dealloc is a warp-wide instruction, so each of them frees the "
+                              "columns; free them from the one warp that allocated them, once, after the last "
+                              "tcgen05.ld / tcgen05.mma that uses them", Basis.EVIDENCE, stmts[deallocs[-1]].line))
+    elif deallocs:
+        k.notes.append(Item("lifetime", "the threads that run tcgen05.dealloc are not derived: who frees tensor "
+                            "memory, and how often, is not checked", Basis.ASSUMPTION))
     if allocs and deallocs:
         lifetime.append(Item("lifetime", f"tensor memory: allocated at line {stmts[allocs[0]].line}, freed at line "
                              f"{stmts[deallocs[-1]].line}", Basis.EVIDENCE))
@@ -198,6 +216,7 @@ def analyse(e: Entry, source: str) -> KernelSheet:
     flags += _flag_counts(k, barriers)
     flags += _flag_cta_barrier(k, stmts, site)
     flags += _flag_proxy_fence(k, stmts)
+    flags += _flag_phase_order(k, barriers)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
                        tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines())
 
@@ -211,8 +230,21 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     (same counts, same arrivers and waiters) are shown as one."""
     stmts = k.stmts
     resolved: list[tuple[str, int, str, str | None, frozenset | None]] = []
+    inits: dict[str, set[int]] = {}  # the offsets of every init whose address is decided
+    for kind, i, op in ops:
+        v = k.vals(op) if kind == "init" else None
+        if v is not None and v[0] is not None and v[1] is not None:
+            inits.setdefault(v[0], set()).update(v[1])
     for kind, i, op in ops:
         v = k.vals(op)
+        ring = _ring(k, op, inits) if v is None or v[0] is None or v[1] is None else None
+        # a symbol known but its slot not: the ring only when it is part of the symbol's barriers
+        if ring is not None and (v is None or v[0] is None or ring[1] != frozenset(inits.get(ring[0], ()))):
+            v = ring
+            k.notes.append(Item("handoff.barrier", f"line {stmts[i].line}: address {op.strip('[] ')} is "
+                                f"{_fmt(v[0], frozenset({min(v[1])}))} plus a stage index the PTX computes in a "
+                                f"loop: taken as the ring of the {len(v[1])} barrier(s) initialized from there "
+                                f"({_fmt(v[0], v[1])}, the loop's step apart)", Basis.ASSUMPTION))
         if v is None or v[0] is None:
             name = op.strip("[] ")
             k.notes.append(Item("handoff.barrier", f"line {stmts[i].line}: address {name} does not resolve to a "
@@ -302,6 +334,21 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
                             + (f"taken as any of the {n} barrier(s) of {_local(sym)}" if n and sym not in opaque else
                                f"all barriers of {_local(sym)} are taken as one"), Basis.ASSUMPTION))
     return tuple(b for _, b in sorted(out, key=lambda x: x[0]))
+
+
+def _ring(k: _Kernel, op: str, inits: dict[str, set[int]]) -> tuple[str, frozenset] | None:
+    """(symbol, offsets) of the ring an address steps through: its base is symbol + C and
+    a loop steps it by `step` bytes (`_Kernel.ring_base`), C is an initialized barrier, and
+    the ring is the barriers initialized at C, C+step, C+2*step, ... up to the first gap
+    (the stage count the inits give)."""
+    base = k.ring_base(op)
+    if base is None or base[1] not in inits.get(base[0], ()):
+        return None
+    sym, c, step = base
+    run = [c]
+    while run[-1] + step in inits[sym]:
+        run.append(run[-1] + step)
+    return sym, frozenset(run)
 
 
 def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:

@@ -13,6 +13,9 @@ from wsperf.analyses.worksheet_model import _MAX_VALUES, Fn, Val, _local
 from wsperf.collectors.ptx import Entry, Stmt
 
 
+_CYCLE = object()  # a value that depends on itself: a loop's update
+
+
 class _Kernel:
     def __init__(self, e: Entry):
         self.e = e
@@ -62,24 +65,67 @@ class _Kernel:
         if op == "%ntid.x" and self.n:
             n = self.n
             return lambda t: n
+        if op in ("%tid.y", "%tid.z") and self.n:
+            return lambda t: 0  # a 1-D block
+        if op in ("%ntid.y", "%ntid.z") and self.n:
+            return lambda t: 1
         ds = self.defs.get(op)
-        if depth > 24 or not ds or len(ds) != 1:
+        if depth > 24 or not ds:
             return None
-        s = ds[0]
+        if len(ds) != 1:
+            # several definitions in one block (an elected lane written into a flag:
+            # `mov r, 0; @p mov r, 1`): the value after the last of them
+            blocks = {self.block_of[self.index[id(d)]] for d in ds}
+            return self._value_at(op, self.index[id(ds[-1])] + 1, depth + 1) if len(blocks) == 1 else None
+        return self._value_of(ds[0], depth)
+
+    def _value_at(self, op: str, j: int, depth: int) -> Fn | None:
+        """t -> the value of `op` just before statement j, from its definitions earlier in
+        j's block (a guarded one keeps the earlier value where its guard is false)."""
+        if depth > 24:
+            return None
+        b = self.block_of[j - 1] if j > 0 else 0
+        here = [self.index[id(d)] for d in self.defs.get(op, ()) if self.block_of[self.index[id(d)]] == b
+                and self.index[id(d)] < j]
+        if not here:
+            ds = self.defs.get(op, ())
+            return self.value(op, depth + 1) if len(ds) == 1 and self.index[id(ds[0])] < j else None
+        d = self.stmts[here[-1]]
+        new = self._value_of(d, depth + 1, at=here[-1])
+        if new is None or not d.guard:
+            return new
+        g, old = self.value(d.guard, depth + 1), self._value_at(op, here[-1], depth + 1)
+        if g is None or old is None:
+            return None
+        neg = d.negated
+        return lambda t: None if (c := g(t)) is None else new(t) if bool(c) != neg else old(t)
+
+    def _value_of(self, s: Stmt, depth: int, at: int | None = None) -> Fn | None:
+        """t -> what statement s writes; its operands read where s is when `at` is its index."""
+        if at is not None:
+            def arg(o: str) -> Fn | None:
+                if len(self.defs.get(o, ())) > 1:
+                    return self._value_at(o, at, depth + 1)
+                return self.value(o, depth + 1)
+        else:
+            def arg(o: str) -> Fn | None:
+                return self.value(o, depth + 1)
         base = s.opcode.split(".")[0]
         if base == "elect":
             mask = s.operands[1] if len(s.operands) > 1 else ""
-            self.elect[s.line] = mask.lower() in ("0xffffffff", "-1", "4294967295")
+            m = self.value(mask, depth + 1) if mask else None  # a register holding -1 is a full mask too
+            self.elect[s.line] = mask.lower() in ("0xffffffff", "-1", "4294967295") or (
+                m is not None and (c := m(0)) is not None and c & 0xFFFFFFFF == 0xFFFFFFFF)
             return lambda t: int(t % 32 == 0)
         if base == "shfl" and ".idx" in s.opcode and len(s.operands) >= 3:
             # a lane's value broadcast to its warp: warp-uniform values (the warp index) pass
-            src, lane = self.value(s.operands[1], depth + 1), self.value(s.operands[2], depth + 1)
+            src, lane = arg(s.operands[1]), arg(s.operands[2])
             if src is None or lane is None or (c := lane(0)) is None:
                 return None
             return lambda t: src((t // 32) * 32 + (c & 31))
         if base == "ld" and ".shared" in s.opcode:
             return self._table_load(s, depth)
-        args = [self.value(a, depth + 1) for a in s.operands[1:]]
+        args = [arg(a) for a in s.operands[1:]]
         if base in ("mov", "cvt") and len(args) == 1:
             return args[0]
         if base == "selp" and len(args) == 3 and all(args):
@@ -104,6 +150,9 @@ class _Kernel:
             if f is None:
                 return None
             return lambda t: None if (x := a(t)) is None or (y := b(t)) is None else int(f(x, y))
+        if s.opcode.startswith("mad.lo") and len(args) == 3 and all(args):
+            a, b, c = args
+            return lambda t: None if (x := a(t)) is None or (y := b(t)) is None or (z := c(t)) is None else x * y + z
         ops2 = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "shr": lambda x, y: x >> y,
                 "shl": lambda x, y: x << y, "and": lambda x, y: x & y, "or": lambda x, y: x | y,
                 "div": lambda x, y: x // y if y else 0, "rem": lambda x, y: x % y if y else 0,
@@ -354,6 +403,177 @@ class _Kernel:
             return None
         return init[0], frozenset(v + step * j for v in init[1] for j in range(trips))
 
+    def ring_base(self, op: str) -> tuple[str, int, int] | None:
+        """(symbol, C, step) when `op` is the symbol plus C plus a stage offset that a loop
+        steps by `step` bytes each trip and wraps, where `vals` cannot follow it (the
+        pointer `p += 8` each trip, wrapped by `mad.lo q, i / STAGES, -8 * STAGES, p`, as
+        Triton and Gluon emit). Every definition of a register must agree; an index read
+        from data, or one with no loop step, gives None."""
+        steps: set[int] = set()
+        base = self._ring_base(op, 0, frozenset(), steps)
+        if base is None or len(steps) > 1:
+            return None
+        step = steps.pop() if steps else 8  # an index added to the base: one barrier (8 bytes) a stage
+        return (base[0], base[1], step) if step > 0 and step % 8 == 0 else None
+
+    def _computed(self, op: str, seen: set[str] | None = None, depth: int = 0) -> bool:
+        """Whether `op` is computed from constants, counters, the thread index and kernel
+        arguments only: no value loaded from global, shared or local memory (a stage
+        index read from data can be any stage)."""
+        seen = set() if seen is None else seen
+        if op in seen or not op.startswith("%"):
+            return True
+        seen.add(op)
+        if depth > 40:
+            return False
+        for d in self.defs.get(op, ()):
+            base = d.opcode.split(".")[0]
+            if base in ("atom", "red", "tcgen05", "wgmma") or (base == "ld" and ".param" not in d.opcode) or \
+                    (base == "ld" and ".param" in d.opcode and "[" in d.operands[-1] and "%" in d.operands[-1]):
+                return False
+            if not all(self._computed(x.strip(), seen, depth + 1) for x in d.operands[1:]):
+                return False
+        return True
+
+    def _ring_base(self, op: str, depth: int, busy: frozenset, steps: set[int]) -> tuple[str, int] | None:
+        op = op.strip()
+        if op.startswith("[") and op.endswith("]"):
+            op = op[1:-1].strip()
+        m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
+        if m:
+            r = self._ring_base(m.group(1), depth + 1, busy, steps)
+            return None if r is None else (r[0], r[1] + int(m.group(2)))
+        if op not in self.defs:
+            v = self.vals(op)
+            return (v[0], 0) if v is not None and v[0] is not None and v[1] == frozenset({0}) else None
+        if op in busy or depth > 32:
+            return None
+        found: set[tuple[str, int]] = set()
+        for d in self.defs[op]:
+            base, ops = d.opcode.split(".")[0], d.operands[1:]
+            consts = [x for x in ops if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", x)]
+            if base == "add" and len(ops) == 2 and op in ops and len(consts) == 1:
+                steps.add(int(consts[0], 0))  # the loop's own step
+                continue
+            r = None
+            if base in ("mov", "cvt", "cvta") and len(ops) == 1:
+                r = self._ring_base(ops[0], depth + 1, busy | {op}, steps)
+            elif base == "add" and len(ops) == 2 and len(consts) == 1:
+                other = ops[0] if ops[1] in consts else ops[1]
+                r = self._ring_base(other, depth + 1, busy | {op}, steps)
+                r = None if r is None else (r[0], r[1] + int(consts[0], 0))
+            elif base == "add" and len(ops) == 2 and not consts:
+                rs = [self._ring_base(x, depth + 1, busy | {op}, steps) for x in ops]
+                if (rs[0] is None) != (rs[1] is None):  # a base plus an index computed in the loop
+                    index = ops[1] if rs[1] is None else ops[0]
+                    r = (rs[0] or rs[1]) if self._computed(index) else None
+            elif base == "mad" and len(ops) == 3 and len(consts) == 1 and ops[1] in consts:
+                r = self._ring_base(ops[2], depth + 1, busy | {op}, steps)  # the wrap: minus i/STAGES * ring
+            if r is None:
+                return None
+            found.add(r)
+        return found.pop() if len(found) == 1 else None
+
+    def first_value(self, op: str, depth: int = 0, busy: frozenset = frozenset()) -> int | None:
+        """The value `op` has the first time a loop's body runs, when it is the same in
+        every thread and computed from constants: a loop counter's initial value (its own
+        `i += c` is the next trip's), a phase `(i / STAGES) & 1`, `phase ^ 1`. None when a
+        kernel argument, data or the thread decides it."""
+        r = self._first(op.strip(), depth, busy)
+        return None if r is _CYCLE else r
+
+    def _first(self, op: str, depth: int, busy: frozenset):
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
+            return int(op, 0)
+        if op in busy:
+            return _CYCLE
+        ds = self.defs.get(op)
+        if not ds or depth > 40:
+            return None
+        got = set()
+        for d in ds:
+            if d.guard:
+                return None
+            r = self._first_of(d, depth + 1, busy | {op})
+            if r is _CYCLE:
+                continue  # the loop's update of it: the next trip's value
+            if r is None:
+                return None
+            got.add(r)
+        return got.pop() if len(got) == 1 else _CYCLE if not got else None
+
+    def _first_of(self, s: Stmt, depth: int, busy: frozenset):
+        base = s.opcode.split(".")[0]
+        width = 64 if re.search(r"\.[bsu]64$", s.opcode) else 32
+        mask = (1 << width) - 1
+        signed = bool(re.search(r"\.s\d+$", s.opcode))
+        args = [self._first(a.strip(), depth, busy) for a in s.operands[1:]]
+        if _CYCLE in args:
+            return _CYCLE
+        if None in args:
+            return None
+
+        def sx(v: int) -> int:
+            v &= mask
+            return v - (1 << width) if signed and v >> (width - 1) else v
+
+        if base in ("mov", "cvt") and len(args) == 1:
+            return args[0] & mask
+        if base == "setp" and len(args) == 2:
+            a, b = sx(args[0]), sx(args[1])
+            cmp = s.opcode.split(".")[1]
+            f = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
+                 "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}.get(cmp)
+            return None if f is None else int(f)
+        if base == "selp" and len(args) == 3:
+            return args[0] if args[2] else args[1]
+        if base == "not" and len(args) == 1:
+            return int(not args[0]) if s.opcode.endswith("pred") else ~args[0] & mask
+        if base == "neg" and len(args) == 1:
+            return -args[0] & mask
+        if base == "bfe" and len(args) == 3:
+            pos, ln = args[1] & 0xFF, args[2] & 0xFF
+            return (sx(args[0]) >> pos) & ((1 << ln) - 1) if ln else 0
+        if base == "mad" and ".lo" in s.opcode and len(args) == 3:
+            return (args[0] * args[1] + args[2]) & mask
+        if base == "mul" and ".hi" in s.opcode and len(args) == 2:
+            return ((sx(args[0]) * sx(args[1])) >> width) & mask
+        if len(args) != 2:
+            return None
+        a, b = args
+        f = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: sx(a) * sx(b), "and": lambda: a & b,
+             "or": lambda: a | b, "xor": lambda: a ^ b, "shl": lambda: a << b if b < width else 0,
+             "shr": lambda: sx(a) >> b if b < width else 0,
+             "div": lambda: int(sx(a) / sx(b)) if b else None, "rem": lambda: (abs(sx(a)) % abs(sx(b))) * (
+                 -1 if sx(a) < 0 else 1) if b else None, "min": lambda: min(sx(a), sx(b)),
+             "max": lambda: max(sx(a), sx(b))}.get(base)
+        if f is None:
+            return None
+        v = f()
+        return None if v is None else v & mask
+
+    def dominators(self) -> list[set[int]]:
+        """For each block, the blocks every path from the kernel's entry to it passes."""
+        if getattr(self, "_dom", None) is not None:
+            return self._dom
+        nb = len(self.starts)
+        preds: list[list[int]] = [[] for _ in range(nb)]
+        for b, ss in enumerate(self.succ):
+            for x in ss:
+                preds[x].append(b)
+        everything = set(range(nb))
+        dom = [everything.copy() for _ in range(nb)]
+        dom[0] = {0}
+        changed = True
+        while changed:
+            changed = False
+            for b in range(1, nb):
+                new = set.intersection(*(dom[p] for p in preds[b])) | {b} if preds[b] else {b}
+                if new != dom[b]:
+                    dom[b], changed = new, True
+        self._dom = dom
+        return dom
+
     def sym_of(self, op: str) -> str | None:
         v = self.vals(op)
         return v[0] if v else None
@@ -369,7 +589,7 @@ class _Kernel:
                 self.starts.append(idx)
             else:
                 idx += 1
-                if item.opcode.split(".")[0] in ("bra", "ret", "exit", "trap"):
+                if item.opcode.split(".")[0] in ("bra", "brx", "ret", "exit", "trap"):
                     self.starts.append(idx)
         self.starts = sorted({s for s in self.starts if s < len(self.stmts)} | {0})
         self.block_of = [0] * len(self.stmts)
@@ -380,6 +600,8 @@ class _Kernel:
         nb = len(self.starts)
         self.succ: list[list[int]] = [[] for _ in range(nb)]
         self.cond_branches: list[tuple[int, Stmt, int, int | None]] = []  # (block, stmt, taken, fall)
+        # (block, stmt, the block of each entry of its table): `brx.idx %r, table` jumps to entry %r
+        self.jump_tables: list[tuple[int, Stmt, list[int | None]]] = []
         for b, st in enumerate(self.starts):
             end = self.starts[b + 1] if b + 1 < nb else len(self.stmts)
             if end == 0:
@@ -401,6 +623,19 @@ class _Kernel:
                     self.succ[b].append(fall)
                     if tb is not None:
                         self.cond_branches.append((b, last, tb, fall))
+            elif base == "brx" and len(last.operands) == 2 and last.operands[1] in self.e.branchtargets:
+                tbs = []
+                for name in self.e.branchtargets[last.operands[1]]:
+                    tgt = self._resolve(labels, name, last.scope)
+                    tbs.append(self.block_of[tgt] if tgt is not None and tgt < len(self.stmts) else None)
+                self.succ[b] += sorted({t for t in tbs if t is not None})
+                if last.guard and fall is not None:
+                    self.succ[b].append(fall)
+                elif None not in tbs:
+                    self.jump_tables.append((b, last, tbs))
+            elif base == "brx":
+                self.notes.append(Item("unparsed", f"line {last.line}: jump table {last.operands[1:]} not found: "
+                                       "the threads' paths past it are not derived", Basis.ASSUMPTION))
             elif base in ("ret", "exit", "trap") and not last.guard:
                 pass
             elif fall is not None:
@@ -449,10 +684,32 @@ class _Kernel:
                     self.pop[x] = self.pop[x] & keep if self.pop[x] is not None else None
                     if warp_level and self.role[x] is not None:
                         self.role[x] = self.role[x] & warps
+        for b, st, tbs in self.jump_tables:
+            self._split_by_table(b, st, tbs, all_t)
         if self.uniform_branches:
             self.notes.append(Item("roles", f"{self.uniform_branches} conditional branch(es) on values not derived "
                                    "from %tid.x (kernel arguments, loop counters, data) were taken as not splitting "
                                    "the block's threads", Basis.ASSUMPTION))
+
+    def _split_by_table(self, b: int, st: Stmt, tbs: list[int | None], all_t: frozenset | None) -> None:
+        """`brx.idx %r, table`: thread t runs entry %r(t) of the table (Triton's dispatch of
+        its warp_specialize partitions); a value not derived leaves every entry possible."""
+        f = self.value(st.operands[0])
+        if f is None or all_t is None:
+            self.uniform_branches += 1
+            return
+        here = self.pop[b] if self.pop[b] is not None else all_t
+        picked = {t: f(t) for t in here}
+        reached = [self.reach(tb, {b}) for tb in tbs]  # type: ignore[arg-type]
+        for j, tb in enumerate(tbs):
+            keep = frozenset(t for t, v in picked.items() if v is None or v == j)
+            others = set().union(*(r for k, r in enumerate(reached) if tbs[k] != tb))
+            warps = frozenset(t // 32 for t in keep)
+            warp_level = all((t // 32 in warps) == (t in keep) for t in here)
+            for x in reached[j] - others:
+                self.pop[x] = self.pop[x] & keep if self.pop[x] is not None else None
+                if warp_level and self.role[x] is not None:
+                    self.role[x] = self.role[x] & warps
 
     def threads(self, i: int) -> frozenset | None:
         s = self.stmts[i]
@@ -519,11 +776,13 @@ def _submasks(m: int) -> list[int]:
 
 def _dest(s: Stmt) -> str | None:
     base = s.opcode.split(".")[0]
-    if base in ("st", "bra", "bar", "barrier", "fence", "mbarrier", "cp", "ret", "exit", "tcgen05", "wgmma",
-                "membar", "red", "call", "trap", "prefetch", "griddepcontrol", "cvta"):
+    if base in ("st", "bra", "brx", "bar", "barrier", "fence", "mbarrier", "cp", "ret", "exit", "tcgen05", "wgmma",
+                "membar", "red", "call", "trap", "prefetch", "griddepcontrol", "cvta", "setmaxnreg"):
         return None if base != "cvta" else s.operands[0] if s.operands else None
     if base == "elect" and s.operands:
         return s.operands[0].split("|")[-1]
+    if base == "shfl" and s.operands and "|" in s.operands[0]:
+        return s.operands[0].split("|")[0].strip()  # `%r|%p`: the value, and whether its lane was in range
     return s.operands[0] if s.operands else None
 
 

@@ -149,3 +149,86 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
                     seen.add(nb)
                     todo.append((k.starts[nb], nb))
     return []
+
+
+def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 7: the first trip of every role, played out. A fresh mbarrier is in phase 0:
+    a wait for parity 1 passes at once, a wait for parity 0 passes once the phase has its
+    arrivals. Each warp's first wait on each barrier (array) is taken with the parity its
+    PTX computes for the first trip (`_Kernel.first_value`); an arrival happens unless a
+    wait that has not passed lies on every path to it (a dominating wait of one of its
+    warps). Waits that still cannot pass when nothing else can move are a deadlock: the
+    producer's first wait on the stage it fills first must be for parity 1 (`phase ^ 1`).
+    A count that no arrivals could meet is flag 2's; here a phase needs at most the
+    arrivals its barrier gets. Waits whose parity is not derived are not checked."""
+    if not k.n:
+        return []
+    dom = k.dominators()
+    at: dict[tuple[int, str], int] = {}
+    for i, s in enumerate(k.stmts):
+        at.setdefault((s.line, s.opcode), i)
+    waits: list[tuple[int, int, frozenset, int | None, object]] = []  # (barrier, stmt, warps, parity, Wait)
+    arrivals: list[tuple[int, int, frozenset, int]] = []  # (barrier, stmt, warps, arrivals)
+    need: dict[int, int] = {}
+    unchecked = 0
+    for n, b in enumerate(barriers):
+        counts = {c for _, c in b.inits}
+        pops = phase_arrivals(b)
+        if not b.inits or len(counts) != 1 or None in counts or None in pops.values():
+            continue
+        need[n] = min(counts.pop(), sum(v for v in pops.values() if v))  # type: ignore[arg-type]
+        first: dict[int, tuple] = {}  # warp -> its first wait on this barrier
+        for w in b.waiters:
+            i = at.get((w.site.line, w.site.instruction))
+            p = k.threads(i) if i is not None else None
+            if i is None or p is None or not w.parity:
+                unchecked += 1
+                continue
+            for warp in {t // 32 for t in p}:
+                if warp not in first or i < first[warp][0]:
+                    first[warp] = (i, w)
+        for i, w in {v[0]: v[1] for v in first.values()}.items():
+            warps = frozenset(warp for warp, v in first.items() if v[0] == i)
+            waits.append((n, i, warps, k.first_value(w.parity), w))  # type: ignore[attr-defined]
+        for a in b.arrivers:
+            i = at.get((a.site.line, a.site.instruction))
+            p = k.threads(i) if i is not None else None
+            if i is not None and p is not None and a.arrivals:
+                arrivals.append((n, i, frozenset(t // 32 for t in p), a.arrivals))
+    blocked = {x[1] for x in waits if x[3] == 0}  # parity 0 on a fresh barrier: waits for phase 0
+    unchecked += sum(1 for x in waits if x[3] is None)
+
+    def dominated(w: tuple, a: tuple) -> bool:
+        bw, ba = k.block_of[w[1]], k.block_of[a[1]]
+        return bool(w[2] & a[2]) and bw in dom[ba] and (bw != ba or w[1] < a[1])
+
+    changed = True
+    while changed:
+        changed = False
+        fired: dict[int, int] = {}
+        for a in arrivals:
+            if not any(w[1] in blocked and dominated(w, a) for w in waits):
+                fired[a[0]] = fired.get(a[0], 0) + a[3]
+        for w in waits:
+            if w[1] in blocked and fired.get(w[0], 0) >= need.get(w[0], 1 << 62):
+                blocked.discard(w[1])
+                changed = True
+    stuck = [w for w in waits if w[1] in blocked and any(a[0] == w[0] for a in arrivals)]
+    if unchecked:
+        k.notes.append(Item("handoff.phase", f"{unchecked} wait(s) whose first-trip parity or threads are not "
+                            "derived (a kernel argument, data or an unresolved address decides them): the order of "
+                            "phases is not checked there", Basis.ASSUMPTION))
+    if not stuck:
+        return []
+    stuck.sort(key=lambda w: w[1])
+    parts = []
+    for n, i, _, _, w in stuck:
+        b = barriers[n]
+        feeders = sorted({f"{a.site.role} at line {a.site.line}" for a in b.arrivers if a.arrivals})
+        parts.append(f"{w.site.role} waits on {b.name} for parity 0 on its first trip (line {w.site.line}, "  # type: ignore[attr-defined]
+                     f"parity {w.parity}), whose phase 0 needs {need[n]} arrival(s) from {', '.join(feeders[:3])}")  # type: ignore[attr-defined]
+    first = barriers[stuck[0][0]]
+    return [Flag(7, FLAG_NAMES[7], "; ".join(parts) + ": each of those arrivals comes after one of these waits, so no "
+                 "role can move (deadlock on the first trip). The role that fills a stage first waits on its "
+                 "'empty' barrier with parity 1 on the first pass (phase ^ 1): check the first wait's parity",
+                 Basis.EVIDENCE, stuck[0][4].site.line)]  # type: ignore[attr-defined]

@@ -46,6 +46,7 @@ _PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?(?:\.ptr\S*\s+)*\.\w+\s+([\
 _NTID = re.compile(r"\.(maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 _SHARED = re.compile(r"^(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$.]+)(?:\[(\d*)\])?\s*;$")
 _LABEL = re.compile(r"^([\w$]+):$")
+_BRANCHTARGETS = re.compile(r"\.branchtargets\s+([\w$]+(?:\s*,\s*[\w$]+)*)\s*;")
 _STMT = re.compile(r"^(?:@(!?)(%?[\w$]+)\s+)?([a-z][\w.:]*)(?:\s+(.*?))?\s*;$")
 _DIRECTIVE = re.compile(r"^\.(reg|local|param|pragma|loc|file|section|const|global|maxnreg|minnctapersm|"
                         r"maxnctapersm|noreturn|explicitcluster|reqnctapercluster|maxclusterrank)\b")
@@ -110,6 +111,8 @@ class Entry:
     parents: dict[int, int] = field(default_factory=dict)  # scope -> enclosing scope
     unparsed: list[tuple[int, str]] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
+    # `L: .branchtargets A, B, ...;` (the jump tables `brx.idx` reads): L -> [A, B, ...]
+    branchtargets: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -254,6 +257,14 @@ def _body(lines: list[str], i: int, entry: Entry) -> int:
             if lm:
                 entry.body.append((lm.group(1), scope, lineno))
                 continue
+            if piece.startswith(".branchtargets"):
+                bt = _BRANCHTARGETS.fullmatch(piece)
+                if bt and entry.body and isinstance(entry.body[-1], tuple):
+                    name = entry.body.pop()[0]  # the table's label is no place control reaches
+                    entry.branchtargets[name] = [x.strip() for x in bt.group(1).split(",") if x.strip()]
+                else:
+                    entry.unparsed.append((lineno, piece))
+                continue
             if piece.startswith("."):
                 sm = _SHARED.match(piece)
                 rm = _REG.match(piece)
@@ -294,10 +305,11 @@ def _least_operands(opcode: str) -> int:
 
 
 def _continues(piece: str) -> bool:
-    """An unfinished `call`: nvcc writes its callee and each argument on a line of their own."""
+    """An unfinished `call` (nvcc writes its callee and each argument on a line of their
+    own) or `.branchtargets` list (one label a line)."""
     if piece in ("{", "}") or piece.endswith(";"):
         return False
-    return bool(re.match(r"^(@!?%?[\w$]+\s+)?call(\.uni)?\b", piece))
+    return bool(re.match(r"^(@!?%?[\w$]+\s+)?call(\.uni)?\b|^\.branchtargets\b", piece))
 
 
 def _pieces(raw: str) -> list[str]:

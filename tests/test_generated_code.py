@@ -1,0 +1,126 @@
+"""The worksheet on what the compilers emit: PTX that Gluon (Triton 3.6), TVM TIRx and
+Triton's own warp specialization generated from kernels written here (fixtures/src/gluon,
+fixtures/src/tirx, fixtures/src/triton_ws_matmul.py; each README states the design's
+truth). Correct kernels raise no evidence flag and get their partitions named; each planted
+bug is flagged with its cause."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support import ROOT, wsperf
+from wsperf.analyses.correctness import Basis
+from wsperf.analyses.worksheet import worksheet
+
+PTX = ROOT / "fixtures" / "ptx"
+CUBINS = ROOT / "fixtures" / "cubins"
+
+# Every PTX fixture of a kernel that is correct by design (the planted ones are not here).
+CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx", "triton_ws_matmul.ptx",
+           "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx"]
+
+
+def _sheet(name: str):
+    (k,) = worksheet([PTX / name]).kernels
+    return k
+
+
+def _roles(k) -> list[str]:
+    return [r.text.split(":")[0] for r in k.roles if "statements" in r.text]
+
+
+@pytest.mark.parametrize("name", CORRECT)
+def test_no_evidence_flag_on_a_correct_kernel(name):
+    for k in worksheet([PTX / name]).kernels:
+        assert [f for f in k.flags if f.basis is Basis.EVIDENCE] == [], (name, k.name, k.flags)
+
+
+def test_gluon_partitions_are_read_from_the_jump_table():
+    k = _sheet("gluon_ws_gemm.ptx")
+    # brx.idx over the table's bytes {2, 2, 0, 1}: warps 6 and 7 are the workers, 4-5 Triton's padding
+    assert sorted(_roles(k)) == ["consumer (warp 7)", "epilogue (warps 0-3)", "idle (warps 4-5)",
+                                 "producer (warp 6)"]
+    assert all(r.basis is Basis.ASSUMPTION for r in k.roles if "statements" in r.text)  # the table's first values
+    assert not any("branchtargets" in n.text for n in k.notes)
+
+
+def test_gluon_ring_barriers_resolve_and_their_counts_are_checked():
+    k = _sheet("gluon_ws_gemm.ptx")
+    names = {b.name: b for b in k.barriers}
+    ready, empty = names["global_smem+{131072,131080,131088}"], names["global_smem+{131104,131112,131120}"]
+    # one elected thread a phase: expect_tx by the loader, tcgen05.commit by the MMA warp
+    assert {(a.kind, a.site.role, a.arrivals) for a in ready.arrivers if a.arrivals} == {
+        ("arrive.expect_tx", "producer (warp 6)", 1)}
+    assert {(a.kind, a.site.role, a.arrivals) for a in empty.arrivers} == {("tcgen05.commit", "consumer (warp 7)", 1)}
+    assert [w.site.role for w in ready.waiters] == ["consumer (warp 7)"]
+    assert [w.site.role for w in empty.waiters] == ["producer (warp 6)"]
+    assert not any(b.name.startswith("%") for b in k.barriers)  # nothing left unresolved
+    assert not any("counts not checked" in n.text or "phases is not checked" in n.text for n in k.notes)
+
+
+def test_gluon_count_bug_is_flagged_with_its_cause():
+    (f,) = _sheet("gluon_ws_gemm_count2.ptx").flags
+    assert (f.code, f.basis) == (2, Basis.EVIDENCE)
+    assert "count 2" in f.text and "1 arrival(s) per phase" in f.text and "never completes" in f.text
+
+
+def test_gluon_phase_bug_is_flagged_and_the_correct_one_is_not():
+    (f,) = _sheet("gluon_ws_gemm_phase.ptx").flags
+    assert (f.code, f.name, f.basis) == (7, "phase-deadlock", Basis.EVIDENCE)
+    assert "producer (warp 6) waits on global_smem+{131104,131112,131120} for parity 0" in f.text
+    assert "consumer (warp 7) waits on global_smem+{131072,131080,131088} for parity 0" in f.text
+    # the correct kernel's loader waits for parity 1 first (phase ^ 1): no such flag
+    assert not [x for x in _sheet("gluon_ws_gemm.ptx").flags if x.code == 7]
+
+
+def test_gluon_cubins_hold_the_same_kernel():
+    p = wsperf("inspect", CUBINS / "gluon_ws_gemm.sm_100a.cubin", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    (k,) = json.loads(p.stdout)["kernels"]
+    assert k["name"] == "gluon_ws_gemm" and k["families"]["tensor"] == "tcgen05" and "tma" in k["families"]["copies"]
+    assert k["warp_specialized"] is True
+
+
+def test_tirx_elected_lanes_count_once():
+    k = _sheet("tirx_ws_gemm.ptx")
+    # elect.sync %rx|%px, %r152 (%r152 = -1), then `@%px mov.s32 %r151, 1` over `mov %r151, 0`
+    assert k.flags == ()
+    arrivals = {(a.kind, a.site.role, a.site.threads) for b in k.barriers for a in b.arrivers if a.arrivals}
+    assert arrivals == {("arrive.expect_tx", "producer (warp 0)", 1), ("tcgen05.commit", "consumer (warp 1)", 1)}
+    assert sorted(_roles(k))[:2] == ["consumer (warp 1)", "epilogue (warps 4-7)"]
+    assert "tensor-memory owner (warp 2)" in _roles(k)
+    # the init guard is thread_rank() == 0 from %tid.x, %tid.y, %tid.z and %ntid: one thread
+    assert {s.threads for b in k.barriers for s, _ in b.inits} == {1}
+
+
+def test_tirx_count_bug_is_flagged():
+    (f,) = _sheet("tirx_ws_gemm_count2.ptx").flags
+    assert (f.code, f.basis) == (2, Basis.EVIDENCE) and "count 2" in f.text and "1 arrival(s)" in f.text
+
+
+def test_tirx_tensor_memory_freed_by_two_warps_is_flagged():
+    (f,) = _sheet("tirx_ws_gemm_double_free.ptx").flags
+    assert (f.code, f.name, f.basis) == (6, "tmem-freed-twice", Basis.EVIDENCE)
+    assert "warps 2-3" in f.text
+    assert not [x for x in _sheet("tirx_ws_gemm.ptx").flags if x.code == 6]
+
+
+def test_triton_sm90_stage_rings_resolve():
+    """Triton 3.6's own warp_specialize on sm_90a: the consumers' stage barriers are
+    addressed from a pointer the loop steps; they now resolve to their rings, so each
+    ring's count is checked (128 consumer threads on the empty barriers)."""
+    k = _sheet("triton_ws_matmul.ptx")
+    assert k.flags == ()
+    assert not any(b.name.startswith("%") for b in k.barriers)
+    assert not any("counts not checked" in n.text for n in k.notes)
+    empties = [b for b in k.barriers if {c for _, c in b.inits} == {128}]
+    assert empties and all(w.site.role == "producer (warps 0-3)" for b in empties for w in b.waiters)
+
+
+def test_a_stage_index_read_from_memory_is_not_taken_as_a_ring():
+    # bars_array<2> reads its stage from global memory: still every barrier of the array
+    ks = {k.kernel: k for k in worksheet([PTX / "bars_array.ptx"]).kernels}
+    (b,) = ks["_Z10bars_arrayILi2EEvPKfPfPKii"].barriers
+    assert b.name == "bars" and not b.decided
