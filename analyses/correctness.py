@@ -131,6 +131,9 @@ class CorrectnessReport:
     # discarded_reads): initcheck's "uninitialized read" of an atomic exchange whose old
     # value goes to RZ, how a device-side tensor map is published (tensormap.cp_fenceproxy).
     sass_artifacts: tuple[str, ...] = ()
+    # Racecheck hazards whose two sides are code the compiler generates for its own runtime
+    # (analyses/handoffs.py, toolchain_protocol): Triton's warp-specialize partition table.
+    toolchain_protocol: tuple[str, ...] = ()
 
     @property
     def broken(self) -> bool:
@@ -174,17 +177,20 @@ class DeadlockReport:
 
 
 def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_filter: str | None = None,
-                       discarded: Callable[[SanitizerFinding], str | None] | None = None) -> CorrectnessReport:
+                       discarded: Callable[[SanitizerFinding], str | None] | None = None,
+                       protocol: Callable[[SanitizerFinding], str | None] | None = None) -> CorrectnessReport:
     """Group the findings of `outputs` by the handoff they break. `kernel_filter` is the
     --kernel the sanitizer ran under (a bundle's): a library kernel it names is judged
     like the user's own, and findings only the filter causes are set apart. `discarded`
-    says why a finding is no error, from the machine code that ran (None: it is one)."""
+    says why a finding is no error, from the machine code that ran (None: it is one);
+    `protocol`, why it is the compiler's own protocol, from the generated PTX."""
     runs: list[ToolRun] = []
     by_class: dict[Handoff, list[SanitizerFinding]] = {}
     other: list[str] = []
     vendor: dict[tuple[str, str, str | None, str | None], list[SanitizerFinding]] = {}
     artifacts: list[str] = []
     sass: list[str] = []
+    own: list[str] = []
     for label, out in outputs:
         errors = 0
         for f in out.findings:
@@ -193,6 +199,10 @@ def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_fi
             why = discarded(f) if discarded is not None else None
             if why is not None:
                 sass.append(why)
+                continue
+            why = protocol(f) if protocol is not None else None
+            if why is not None:
+                own.append(why)
                 continue
             scope = finding_scope(f, kernel_filter)
             if scope is Scope.VENDOR:
@@ -215,7 +225,7 @@ def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_fi
     vend = tuple(VendorFinding(lib, k, tool, h, len(fs), sum(f.hazard_count or 0 for f in fs))
                  for (lib, k, tool, h), fs in sorted(vendor.items(), key=lambda kv: (kv[0][0], kv[0][1])))
     return CorrectnessReport(tuple(runs), groups, tuple(dict.fromkeys(other)), vend,
-                             tuple(dict.fromkeys(artifacts)), kernel_filter, _counted(sass))
+                             tuple(dict.fromkeys(artifacts)), kernel_filter, _counted(sass), _counted(own))
 
 
 def _counted(texts: list[str]) -> tuple[str, ...]:

@@ -57,6 +57,9 @@ class Evidence:
     sheets: tuple[GeneratedSheet, ...] = ()  # the handoff worksheet of every kernel in it (analyses/handoffs.py)
     sheet_problems: tuple[str, ...] = ()  # generated files the worksheet could not read
     timelines: tuple[Path, ...] = ()  # Nsight Systems exports of the bundle (collect --nsys), not loaded
+    # The repro's plain run ended with an error (its own check failed, or it crashed):
+    # how, and where its output is. A correctness outcome whatever the sanitizer says.
+    repro_failed: str | None = None
 
 
 def _handoffs() -> Any:
@@ -93,6 +96,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
     outputs: list[tuple[str, SanitizerOutput]] = []
     reports: list[Path] = []
     hang = capture = sass = bundle = None
+    repro_failed = None
     problems: list[str] = []
     tools: list[str] = []
     accepted: list[str] = []
@@ -121,6 +125,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
             reports += [path for _, path in b.files("profile", "report")]
             timelines += [path for _, path in b.files("nsys", "export")]
             generated += _handoffs().generated_files(b)
+            repro_failed = _failed_run(b) or repro_failed
             h = _hang(b)
             if h is not None:
                 hang = h
@@ -143,7 +148,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
         verification = Verification(not problems, tuple(dict.fromkeys(problems)), tuple(dict.fromkeys(tools)),
                                     tuple(dict.fromkeys(accepted)))
     return Evidence(tuple(outputs), tuple(reports), hang, capture, sass, bundle, verification, kernel_filter,
-                    tuple(generated), tuple(gs), tuple(sheet_problems), tuple(timelines))
+                    tuple(generated), tuple(gs), tuple(sheet_problems), tuple(timelines), repro_failed)
 
 
 def _bundle_sanitizer(con: Any, b: Bundle) -> tuple[list[tuple[str, SanitizerOutput]], list[str]]:
@@ -234,6 +239,20 @@ def _load_xml(con: Any, path: Path, tool: str | None, command: str | None, label
     sanitizer = _sanitizer()
     return label, sanitizer.load_sanitizer_xml(con, path, tool=tool if tool in sanitizer.TOOLS else None,
                                                command=command).output
+
+
+def _failed_run(b: Bundle) -> str | None:
+    """How the repro's plain run failed ('exit 1', 'was killed by SIGSEGV'), with its
+    output files; None when it succeeded, timed out (a hang) or is not recorded, and when
+    no sanitizer ran (no GPU or no compute-sanitizer: the environment is what failed)."""
+    if not any(r.phase == "sanitizer" for r in b.runs):
+        return None
+    for r in b.runs:
+        if r.phase == "run" and r.tool == "repro" and not r.timed_out and r.exit_code not in (0, None):
+            where = ", ".join(x for x in (r.stdout, r.stderr) if x)
+            return (f"the repro's plain run ended with {r.note or f'exit {r.exit_code}'}: its own check failed or it "
+                    f"crashed" + (f" (its output: {where})" if where else ""))
+    return None
 
 
 def _hang(b: Bundle) -> RunRecord | None:

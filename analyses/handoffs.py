@@ -25,7 +25,7 @@ from enum import StrEnum
 from pathlib import Path, PurePath
 from typing import Any, Callable, Iterable
 
-from wsperf.analyses.correctness import (Basis, CorrectnessReport, DeadlockReport, Item, correctness_report,
+from wsperf.analyses.correctness import (Basis, CorrectnessReport, DeadlockReport, Item, ToolRun, correctness_report,
                                          deadlock_report)
 from wsperf.analyses.worksheet import analyse
 from wsperf.analyses.worksheet_model import Barrier, KernelSheet, Wait, phase_arrivals
@@ -489,11 +489,8 @@ def race_accesses(all_sheets: list[GeneratedSheet], corr: CorrectnessReport) -> 
         for site in grp.sites:
             if site.access not in ("read", "write") or site.source_line is None:
                 continue
-            want = _SHARED_READ if site.access == "read" else _SHARED_WRITE
-            for g, lines, (first, last) in gs:
-                hits = [no for no, loc in sorted(g.locations.items())
-                        if first <= no <= last and (_name(loc.file), loc.line) == (_name(site.source_file), site.source_line)
-                        and want.match(lines[no - 1].strip())]
+            for g, lines, span in gs:
+                hits = _side_hits(g, lines, span, site.source_file, site.source_line, site.access)
                 shown = tuple(" ".join(lines[no - 1].split()).rstrip(";") for no in hits[:8])
                 key = (site.access, site.source_line, tuple(re.sub(r"%\w+", "%", t) for t in shown))
                 if not hits or key in seen:
@@ -509,6 +506,60 @@ def race_accesses(all_sheets: list[GeneratedSheet], corr: CorrectnessReport) -> 
                                       tuple(hits[:8]), shown, what,
                                       _next_barrier(lines, hits, site.access == "read")))
     return tuple(out)
+
+
+def _side_hits(g: GeneratedSheet, lines: list[str], span: tuple[int, int], file: str | None, line: int,
+               access: str | None) -> list[int]:
+    """The PTX lines of `g`'s kernel (its `span`) whose `.loc` is file:line and that access
+    shared memory as `access` says (a read, a write; either when None)."""
+    want = _SHARED_READ if access == "read" else _SHARED_WRITE if access == "write" else None
+    first, last = span
+    return [no for no, loc in sorted(g.locations.items())
+            if first <= no <= last and (_name(loc.file), loc.line) == (_name(file), line)
+            and (want.match(lines[no - 1].strip()) if want is not None
+                 else _SHARED_READ.match(lines[no - 1].strip()) or _SHARED_WRITE.match(lines[no - 1].strip()))]
+
+
+def toolchain_protocol(all_sheets: list[GeneratedSheet]) -> Callable[[SanitizerFinding], str | None] | None:
+    """correctness_report's `protocol`: a racecheck hazard both of whose sides are, in the
+    kernel's PTX, nothing but the partition table the worksheet read (Triton's and Gluon's
+    warp_specialize: the default warps store each worker warp's partition before
+    `barrier.sync 1`, each worker reads its byte after it) is the compiler's own dispatch,
+    not a handoff the user wrote. Measured: every correct Triton/Gluon warp-specialized
+    kernel racecheck saw on the H200 had such records. Hazards that touch any other
+    shared access (a stage of the ring) stay errors; None without sheets with a table."""
+    tabled = [g for g in all_sheets if g.sheet.dispatch_table]
+    if not tabled:
+        return None
+    split: dict[int, tuple[list[str], tuple[int, int]]] = {}
+
+    def lines_of(g: GeneratedSheet) -> tuple[list[str], tuple[int, int]]:
+        if id(g) not in split:
+            lines = g.text.split("\n")
+            split[id(g)] = (lines, _entry_lines(lines, g.sheet.kernel))
+        return split[id(g)]
+
+    def why(f: SanitizerFinding) -> str | None:
+        if f.classification is not Handoff.RACE or f.source_line is None or f.other_source_line is None \
+                or not f.kernel:
+            return None
+        for g in _sheets_of(tabled, {f.kernel}):
+            lines, span = lines_of(g)
+            table = set(g.sheet.dispatch_table)
+            a = _side_hits(g, lines, span, f.source_file, f.source_line, f.access)
+            b = _side_hits(g, lines, span, f.other_source_file, f.other_source_line, f.other_access)
+            if a and b and set(a) <= table and set(b) <= table:
+                sides = sorted({f"{_name(f.source_file)}:{f.source_line}", f"{_name(f.other_source_file)}:"
+                                f"{f.other_source_line}"})
+                return (f"toolchain-protocol: racecheck hazards in {g.sheet.kernel} between {' and '.join(sides)} are "
+                        f"the warp_specialize partition table (PTX lines {', '.join(map(str, sorted(set(a) | set(b))[:6]))}: "
+                        "the default warps store each worker warp's partition before barrier.sync 1, the workers read "
+                        "it after), code the compiler generates for its own dispatch, not a stage of your ring; not a "
+                        "stop. Falsifiable: a hazard at any other shared access, or a wrong answer from the repro, "
+                        "still stops")
+        return None
+
+    return why
 
 
 def _entry_lines(lines: list[str], kernel: str) -> tuple[int, int]:
@@ -585,7 +636,13 @@ def evidence_correctness(ev: Any) -> CorrectnessReport:
     sanitizer outputs under its kernel filter, the machine code it keeps answering what it
     can (`discarded_reads`). What analyze and compare judge a bundle by; collect's judge
     (`release_judge`) is the same from the bundle it is writing."""
-    return correctness_report(ev.sanitizer, ev.kernel_filter, discarded_reads(ev.generated))
+    corr = correctness_report(ev.sanitizer, ev.kernel_filter, discarded_reads(ev.generated),
+                              toolchain_protocol(list(ev.sheets)))
+    failed = getattr(ev, "repro_failed", None)
+    if failed:  # the repro says the kernel is wrong: no performance advice, whatever the tools found
+        corr = replace(corr, runs=corr.runs + (ToolRun("repro", "run/repro", 1, 1),),
+                       other_errors=corr.other_errors + (failed,))
+    return corr
 
 
 def release_judge(kernel: str | None, accepted: tuple[str, ...]):
@@ -593,10 +650,11 @@ def release_judge(kernel: str | None, accepted: tuple[str, ...]):
     unless `accepted_races` excuses them, read from the bundle's generated code."""
     def judge(root: Path, outputs: list) -> tuple[bool, list[str]]:
         generated = generated_files(read_bundle(root))
-        corr = correctness_report(outputs, kernel, discarded_reads(generated))
+        kept = sheets(generated, root)[0]
+        corr = correctness_report(outputs, kernel, discarded_reads(generated), toolchain_protocol(kept))
         if not corr.broken:
             return False, []
-        ok = accepted_races(sheets(generated, root)[0], corr, accepted) if accepted else ()
+        ok = accepted_races(kept, corr, accepted) if accepted else ()
         return (False, list(ok)) if ok else (True, [])
     return judge
 

@@ -99,7 +99,12 @@ def analyse(e: Entry, source: str) -> KernelSheet:
             continue
         prod = any(_PRODUCER.match(o) for o in ops) and (
             any(o.startswith("cp.async") for o in ops) or any(o.startswith("st.shared") for o in ops))
-        cons = any(_CONSUMER.match(o) for o in ops)
+        # a consumer computes with tensor cores or FMAs, or takes stages from a ring: waits, reads
+        # shared memory (not the partition table's byte) and releases them (a plain arrive)
+        cons = any(_CONSUMER.match(o) for o in ops) or (
+            any(o.startswith(_WAIT) for o in ops) and any(o.startswith("mbarrier.arrive.") and "expect_tx" not in o
+                                                         for o in ops)
+            and any(stmts[i].opcode.startswith("ld.shared") and stmts[i].line not in k.table_reads for i in idx))
         kind = "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
             "tensor-memory owner" if any(o.startswith("tcgen05.alloc") for o in ops) else \
@@ -231,12 +236,15 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     stmts = k.stmts
     resolved: list[tuple[str, int, str, str | None, frozenset | None]] = []
     inits: dict[str, set[int]] = {}  # the offsets of every init whose address is decided
+    early: dict[int, tuple[str, frozenset]] = {}  # inits through a loop's pointer before the loop runs
     for kind, i, op in ops:
         v = k.vals(op) if kind == "init" else None
+        if kind == "init" and (v is None or v[0] is None or v[1] is None) and (at := k.initial_offset(op, i)):
+            v = early[i] = (at[0], frozenset({at[1]}))
         if v is not None and v[0] is not None and v[1] is not None:
             inits.setdefault(v[0], set()).update(v[1])
     for kind, i, op in ops:
-        v = k.vals(op)
+        v = early.get(i) or k.vals(op)
         ring = _ring(k, op, inits) if v is None or v[0] is None or v[1] is None else None
         # a symbol known but its slot not: the ring only when it is part of the symbol's barriers
         if ring is not None and (v is None or v[0] is None or ring[1] != frozenset(inits.get(ring[0], ()))):

@@ -416,6 +416,20 @@ class _Kernel:
         step = steps.pop() if steps else 8  # an index added to the base: one barrier (8 bytes) a stage
         return (base[0], base[1], step) if step > 0 and step % 8 == 0 else None
 
+    def initial_offset(self, op: str, i: int) -> tuple[str, int] | None:
+        """(symbol, C) that `op` holds at statement i when it is a pointer a loop steps
+        (`ring_base`) but statement i runs before any step can have happened: no block that
+        steps it reaches i's block (nvcc reuses the loop's pointer register for the inits
+        before the loop)."""
+        updates: list[int] = []
+        base = self._ring_base(op, 0, frozenset(), set(), updates)
+        if base is None:
+            return None
+        b = self.block_of[i]
+        if any(b in self.reach(self.block_of[u], set()) for u in updates):
+            return None
+        return base
+
     def _computed(self, op: str, seen: set[str] | None = None, depth: int = 0) -> bool:
         """Whether `op` is computed from constants, counters, the thread index and kernel
         arguments only: no value loaded from global, shared or local memory (a stage
@@ -435,13 +449,14 @@ class _Kernel:
                 return False
         return True
 
-    def _ring_base(self, op: str, depth: int, busy: frozenset, steps: set[int]) -> tuple[str, int] | None:
+    def _ring_base(self, op: str, depth: int, busy: frozenset, steps: set[int],
+                   updates: list[int] | None = None) -> tuple[str, int] | None:
         op = op.strip()
         if op.startswith("[") and op.endswith("]"):
             op = op[1:-1].strip()
         m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
         if m:
-            r = self._ring_base(m.group(1), depth + 1, busy, steps)
+            r = self._ring_base(m.group(1), depth + 1, busy, steps, updates)
             return None if r is None else (r[0], r[1] + int(m.group(2)))
         if op not in self.defs:
             v = self.vals(op)
@@ -454,21 +469,23 @@ class _Kernel:
             consts = [x for x in ops if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", x)]
             if base == "add" and len(ops) == 2 and op in ops and len(consts) == 1:
                 steps.add(int(consts[0], 0))  # the loop's own step
+                if updates is not None:
+                    updates.append(self.index[id(d)])
                 continue
             r = None
             if base in ("mov", "cvt", "cvta") and len(ops) == 1:
-                r = self._ring_base(ops[0], depth + 1, busy | {op}, steps)
+                r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates)
             elif base == "add" and len(ops) == 2 and len(consts) == 1:
                 other = ops[0] if ops[1] in consts else ops[1]
-                r = self._ring_base(other, depth + 1, busy | {op}, steps)
+                r = self._ring_base(other, depth + 1, busy | {op}, steps, updates)
                 r = None if r is None else (r[0], r[1] + int(consts[0], 0))
             elif base == "add" and len(ops) == 2 and not consts:
-                rs = [self._ring_base(x, depth + 1, busy | {op}, steps) for x in ops]
+                rs = [self._ring_base(x, depth + 1, busy | {op}, steps, updates) for x in ops]
                 if (rs[0] is None) != (rs[1] is None):  # a base plus an index computed in the loop
                     index = ops[1] if rs[1] is None else ops[0]
                     r = (rs[0] or rs[1]) if self._computed(index) else None
             elif base == "mad" and len(ops) == 3 and len(consts) == 1 and ops[1] in consts:
-                r = self._ring_base(ops[2], depth + 1, busy | {op}, steps)  # the wrap: minus i/STAGES * ring
+                r = self._ring_base(ops[2], depth + 1, busy | {op}, steps, updates)  # the wrap: minus i/STAGES * ring
             if r is None:
                 return None
             found.add(r)

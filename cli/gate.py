@@ -141,7 +141,8 @@ def _deadlock_experiments(rep: DeadlockReport) -> list[str]:
 def _not_counted(corr: CorrectnessReport) -> list[str]:
     """Findings that did not stop the bundle, one line each: inside library kernels, caused
     by the sanitizer's kernel filter, or answered by the machine code."""
-    return _vendor_caveats(corr) + list(corr.filter_artifacts) + list(corr.sass_artifacts)
+    return _vendor_caveats(corr) + list(corr.filter_artifacts) + list(corr.sass_artifacts) + \
+        list(corr.toolchain_protocol)
 
 
 def _vendor_caveats(corr: CorrectnessReport) -> list[str]:
@@ -221,6 +222,7 @@ def _deadlock_markdown(rep: DeadlockReport) -> str:
 def _gate_fields(corr: CorrectnessReport, ver: Verification | None) -> dict:
     return {"vendor_findings": [v.__dict__ for v in corr.vendor], "filter_artifacts": list(corr.filter_artifacts),
             "sass_artifacts": list(corr.sass_artifacts),
+            "toolchain_protocol": list(corr.toolchain_protocol),
             "kernel_filter": corr.kernel_filter,
             "verification": None if ver is None else {"verified": ver.verified, "problems": list(ver.problems),
                                                       "tools": list(ver.tools), "accepted": list(ver.accepted)}}

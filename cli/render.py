@@ -480,9 +480,19 @@ def _worksheet_table(items: Iterable[Any], title: str) -> Table:
     return t
 
 
+def _correctness_headline(rep: Any) -> str:
+    """Who found the errors: the sanitizer, the repro's own check, or both."""
+    by = {r.tool for r in rep.runs if r.errors}
+    if by == {"repro"}:
+        return "The repro's own run failed: no performance advice until it passes."
+    if "repro" in by:
+        return "The sanitizer found correctness errors, and the repro's own run failed: no performance advice " \
+               "until they are fixed."
+    return "The sanitizer found correctness errors: no performance advice until they are fixed."
+
+
 def correctness_text(rep: Any, console: Console) -> None:
-    console.print(Text("The sanitizer found correctness errors: no performance advice until they are fixed.",
-                       style="bold red"))
+    console.print(Text(_correctness_headline(rep), style="bold red"))
     t = Table(title="sanitizer runs", title_justify="left")
     for c in ("tool", "file", "records", "errors"):
         t.add_column(c, justify="right" if c in ("records", "errors") else "left")
@@ -517,7 +527,7 @@ def correctness_json(rep: Any) -> str:
 
 
 def correctness_markdown(rep: Any) -> str:
-    out = ["**The sanitizer found correctness errors: no performance advice until they are fixed.**", "",
+    out = [f"**{_correctness_headline(rep)}**", "",
            "| tool | file | records | errors |", "| --- | --- | ---: | ---: |"]
     out += [f"| {r.tool or '?'} | {md(r.source)} | {r.records} | {r.errors} |" for r in rep.runs]
     for g in rep.groups:

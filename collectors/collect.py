@@ -237,10 +237,15 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
         st.problems.append(_INSTALL["compute-sanitizer"])
     else:
         outcome = _sanitize(st, con, tools["compute-sanitizer"], judge or _default_judge(opts.kernel))
-        if outcome == "correctness":
-            con.close()
-            st.flush(outcome)
-            return Result(root, outcome, tuple(st.problems), tuple(st.warnings))
+    if outcome in ("clean", "unverified") and done.exit_code != 0 and st.gpu_archs and \
+            tools.get("compute-sanitizer") is not None:  # (without them the environment is the problem)
+        # the repro's own check failed (or it crashed): a correctness outcome, not a profile
+        st.problems.append(f"the repro's plain run ended with {note}: the kernel is not known to be right")
+        outcome = "correctness"
+    if outcome == "correctness":
+        con.close()
+        st.flush(outcome)
+        return Result(root, outcome, tuple(st.problems), tuple(st.warnings))
 
     report = None
     if opts.profile and outcome == "unverified" and not opts.allow_unverified:

@@ -51,13 +51,27 @@ def main(name: str, bundle: Path, analyze_json: Path) -> str:
         ks = [k.get("name") for k in (doc or {}).get("kernels", [])]
         seen.append(f"kernels {ks[:4]}")
     elif name == "triton_ws_race":
-        hazards = [h for h in (doc or {}).get("handoffs", []) if "racecheck" in h.get("tools", [])]
-        seen.append(f"outcome {manifest.get('outcome')}; racecheck handoffs {[h.get('handoff') for h in hazards]}; "
+        # a wrong answer (the repro's own check, exit 1) stops it; racecheck's partition-table
+        # records are Triton's protocol, a caveat beside it
+        bad = [r.get("tool") for r in (doc or {}).get("sanitizer_runs", []) if r.get("errors")]
+        proto = (doc or {}).get("toolchain_protocol", [])
+        seen.append(f"outcome {manifest.get('outcome')}; errors from {bad}; toolchain-protocol {len(proto)}; "
                     f"generated {[k.split(':')[0] for k in gen][:6]}")
-        if manifest.get("outcome") != "correctness" or not hazards:
-            fails.append("no racecheck finding behind a correctness outcome")
+        if manifest.get("outcome") != "correctness" or "repro" not in bad:
+            fails.append("the repro's wrong answer is not the correctness outcome")
         if not any(k.startswith("ttgir:") for k in gen):
             fails.append("Triton's .ttgir not kept")
+    elif name in ("gluon_ws_rowsum", "triton_ws4"):
+        # correct warp-specialized kernels: clean, racecheck's partition-table records a caveat
+        caveats = (doc or {}).get("caveats", [])
+        proto = [c for c in caveats if c.startswith("toolchain-protocol")]
+        kernels = (doc or {}).get("kernels", [])
+        seen.append(f"outcome {manifest.get('outcome')}; toolchain-protocol caveats {len(proto)}; "
+                    f"verdict launches {len(kernels)}; other caveats {[c[:80] for c in caveats if c not in proto]}")
+        if manifest.get("outcome") != "clean":
+            fails.append("a correct kernel was not clean")
+        if name == "gluon_ws_rowsum" and not kernels:
+            fails.append("no verdicts for the profiled kernel")
     elif name == "triton_plain_desc":
         caveats = (doc or {}).get("caveats", [])
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:120] for c in caveats]}")

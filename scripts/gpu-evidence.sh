@@ -48,6 +48,10 @@ run triton 0 --timeout 120 -- python3 fixtures/src/triton_matmul.py
 # Triton 3.6's own warp specialization with a 5-stage ring answers NaN (4 stages are right):
 # the gate stops it (fixtures/evidence/README.md says what the race records are).
 run triton_ws_race 3 --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py ws --stages 5 --n 1024
+# The same at 4 stages answers right: racecheck's records on Triton's partition table are the
+# compiler's dispatch protocol, a caveat; and a correct Gluon warp-specialized kernel, profiled.
+run triton_ws4 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py ws --stages 4 --n 1024
+run gluon_ws_rowsum 0 --timeout 300 -- python3 fixtures/src/gluon_ws_rowsum.py
 # The same loop without warp_specialize (device-side descriptors too): initcheck's reads
 # are the atomic exchanges that publish each tensor map, read from the kept cubin: clean.
 run triton_plain_desc 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py plain --n 1024

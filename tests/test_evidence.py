@@ -263,8 +263,9 @@ def test_write_report_needs_a_bundle():
 def test_a_compilers_wrong_answer_stops_the_performance_path():
     # Triton 3.6 warp-specializes fixtures/src/triton_ws_matmul.py; with a 5-stage ring its
     # answer is NaN (2-4 stages are right: fixtures/reports/triton_ws_matmul.sweep.txt). The
-    # repro says so and exits 1; the sanitizer's records make it a correctness outcome, with
-    # the race's two sides at the lines Triton attributes them to.
+    # repro says so and exits 1: that is the correctness outcome. Racecheck's records are
+    # both sides Triton's own partition table (a toolchain-protocol caveat, shown, not the
+    # stop): the 4-stage build, whose answers are right, has the same records.
     name = "triton_ws_race"
     manifest = json.loads((EVIDENCE / name / "bundle.json").read_text())
     (plain,) = [r for r in manifest["runs"] if r["phase"] == "run"]
@@ -273,30 +274,34 @@ def test_a_compilers_wrong_answer_stops_the_performance_path():
     assert manifest["outcome"] == "correctness" and not any(r["phase"] == "profile" for r in manifest["runs"])
     code, doc = _analyze(name)
     assert code == 3 and doc["outcome"] == "correctness"
-    (race,) = [h for h in doc["handoffs"] if h["handoff"] == "race-between-roles"]
-    assert race["tools"] == ["racecheck"] and race["kernels"] == ["persistent_matmul_ws"]
-    src = (ROOT / "fixtures" / "src" / "triton_ws_matmul.py").read_text().splitlines()
-    sides = {s["access"]: src[s["source_line"] - 1] for s in race["sites"]}
-    assert sides["read"].startswith("def persistent_matmul_ws(") and "_tile_loop(" in sides["write"]
+    assert [r["tool"] for r in doc["sanitizer_runs"] if r["errors"]] == ["repro"]
+    (why,) = doc["other_errors"]
+    assert why.startswith("the repro's plain run ended with exit 1") and "run/repro.stderr.txt" in why
+    assert doc["handoffs"] == []  # nothing racecheck saw is the user's handoff
     text = wsperf("analyze", EVIDENCE / name)
-    assert text.returncode == 3 and "no performance advice" in text.stdout
+    assert text.returncode == 3 and "The repro's own run failed: no performance advice" in text.stdout
 
 
-def test_each_side_of_a_race_is_read_in_the_generated_ptx():
+def test_a_race_on_the_partition_table_is_the_toolchains_protocol():
     # racecheck names source lines; the PTX the bundle keeps says which instructions those
     # are. Triton's 5-stage build: both sides are its partition table (a byte each worker
     # warp reads after barrier.sync 1, stored by the default warps before barrier.sync 1),
-    # not a stage of the ring.
+    # not a stage of the ring: a caveat naming the lines and the PTX, no handoff.
     code, doc = _analyze("triton_ws_race")
-    acc = {a["access"]: a for a in doc["race_accesses"]}
-    assert code == 3 and set(acc) == {"read", "write"}
-    read, write = acc["read"], acc["write"]
-    assert read["source"] == "triton_ws_matmul.py:51" and read["instructions"][0].startswith("ld.shared.b8")
-    assert read["barrier"].startswith("barrier.sync 1 (PTX line ")
-    assert [i.split("],")[1].strip() for i in write["instructions"]] == ["{0, 16843009}", "{33686018, 33686018}"]
-    assert all("partition table" in a["what"] for a in (read, write))
-    text = wsperf("analyze", EVIDENCE / "triton_ws_race", env={"COLUMNS": "250"}).stdout
-    assert "the racing accesses in the generated PTX" in text and "partition table" in text
+    (caveat,) = doc["toolchain_protocol"]
+    assert caveat.startswith("toolchain-protocol: racecheck hazards in persistent_matmul_ws between "
+                             "triton_ws_matmul.py:51 and triton_ws_matmul.py:53 are the warp_specialize partition table")
+    assert caveat.endswith("(20 findings)") and "a wrong answer from the repro, still stops" in caveat
+    src = (ROOT / "fixtures" / "src" / "triton_ws_matmul.py").read_text().splitlines()
+    assert src[50].startswith("def persistent_matmul_ws(") and "_tile_loop(" in src[52]
+    # the PTX lines it names are the table's stores and its read
+    ptx = (EVIDENCE / "triton_ws_race" / "generated").rglob("*.ptx")
+    text = next(p for p in ptx if "persistent_matmul_ws" in p.read_text()).read_text().splitlines()
+    lines = [int(x) for x in caveat.split("PTX lines ")[1].split(":")[0].split(", ")]
+    assert [text[n - 1].split()[0] for n in lines] == ["st.shared.v2.b32", "ld.shared.b8", "st.shared.v2.b32"]
+
+
+def test_each_side_of_a_race_is_read_in_the_generated_ptx():
     # ws_stream's race (lane-0 release after __syncwarp): a bulk copy writes the stage the
     # consumers read with ld.shared - the ring itself, one row per side across the
     # template's instantiations.
@@ -325,7 +330,8 @@ def test_an_atomic_exchange_that_publishes_a_tensor_map_is_no_uninitialized_read
     assert manifest["outcome"] == "clean"  # collect judged it so on the H200
     p = wsperf("analyze", EVIDENCE / "triton_plain_desc")
     assert p.returncode == 0 and "Caveat: initcheck" in p.stdout and "atomic exchange" in p.stdout
-    # The warp-specialized 5-stage build still stops, on racecheck alone.
+    # The warp-specialized 5-stage build still stops: its repro's own check failed.
     code, doc = _analyze("triton_ws_race")
-    assert code == 3 and [h["handoff"] for h in doc["handoffs"]] == ["race-between-roles"]
+    assert code == 3 and doc["handoffs"] == []
+    assert [r["tool"] for r in doc["sanitizer_runs"] if r["errors"]] == ["repro"]
     assert len(doc["sass_artifacts"]) == 1 and "+0x47d0" in doc["sass_artifacts"][0]
