@@ -551,7 +551,8 @@ def toolchain_protocol(all_sheets: list[GeneratedSheet]) -> Callable[[SanitizerF
             if a and b and set(a) <= table and set(b) <= table:
                 sides = sorted({f"{_name(f.source_file)}:{f.source_line}", f"{_name(f.other_source_file)}:"
                                 f"{f.other_source_line}"})
-                return (f"toolchain-protocol: racecheck hazards in {g.sheet.kernel} between {' and '.join(sides)} are "
+                between = f"between {sides[0]} and {sides[1]}" if len(sides) > 1 else f"at {sides[0]} (both sides)"
+                return (f"toolchain-protocol: racecheck hazards in {g.sheet.kernel} {between} are "
                         f"the warp_specialize partition table (PTX lines {', '.join(map(str, sorted(set(a) | set(b))[:6]))}: "
                         "the default warps store each worker warp's partition before barrier.sync 1, the workers read "
                         "it after), code the compiler generates for its own dispatch, not a stage of your ring; not a "

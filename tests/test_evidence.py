@@ -335,3 +335,30 @@ def test_an_atomic_exchange_that_publishes_a_tensor_map_is_no_uninitialized_read
     assert code == 3 and doc["handoffs"] == []
     assert [r["tool"] for r in doc["sanitizer_runs"] if r["errors"]] == ["repro"]
     assert len(doc["sass_artifacts"]) == 1 and "+0x47d0" in doc["sass_artifacts"][0]
+
+
+@pytest.mark.parametrize("name, caveats", [("gluon_ws_rowsum", 2), ("triton_ws4", 1)])
+def test_a_correct_warp_specialized_kernel_is_not_stopped_by_the_compilers_dispatch(name, caveats):
+    """Collected on the H200 (scripts/gpu-evidence.sh): a Gluon warp-specialized kernel and
+    Triton's own warp_specialize at 4 stages, both right by their own checks. Racecheck's
+    records are all on the partition table: without that reading they would stop the bundle
+    (exit 3); with it, exit 0 and the records are caveats with their PTX lines."""
+    manifest = json.loads((EVIDENCE / name / "bundle.json").read_text())
+    (plain,) = [r for r in manifest["runs"] if r["phase"] == "run"]
+    assert plain["exit_code"] == 0 and manifest["outcome"] == "clean"
+    p = wsperf("analyze", EVIDENCE / name, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    proto = [c for c in json.loads(p.stdout)["caveats"] if c.startswith("toolchain-protocol")]
+    assert len(proto) == caveats and all("partition table (PTX lines" in c for c in proto)
+    # the classification is what decides: the same findings judged without it are broken
+    con = open_store(None)
+    ev = gather(con, [EVIDENCE / name])
+    assert correctness_report(ev.sanitizer, ev.kernel_filter, discarded_reads(ev.generated)).broken
+    con.close()
+
+
+def test_a_hazard_on_a_stage_buffer_still_stops():
+    # ws_stream's race touches the ring itself (a bulk copy into the stage, ld.shared of it):
+    # no partition table in that kernel, so no toolchain-protocol caveat, and the stop stays.
+    code, doc = _analyze("release_warp_synced")
+    assert code == 3 and doc["toolchain_protocol"] == [] and doc["handoffs"]
