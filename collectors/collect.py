@@ -220,14 +220,20 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     progress(f"run: {note} ({done.stdout_bytes:,} bytes of stdout)")
     generated.keep_triton_cache(st)
     if done.timed_out:
-        if "capture" in hang_files and tools.get("cuobjdump") and is_elf(exe):
+        # The code the hung warps run: the executable's own cubins, or, for a JIT repro (Python),
+        # the cubins its compiler left in the bundle (Triton's cache), never the interpreter's.
+        jit = [root / rel for key, rel in sorted(st.generated.items()) if key.startswith("cubin:")]
+        if "capture" in hang_files and tools.get("cuobjdump") and (is_elf(exe) and not jit):
             progress("hang: cuobjdump -sass, to map the waiting PCs")
             sass = run_bounded([tools["cuobjdump"], "-sass", exe], timeout=120, stdout_file=root / "hang/sass.txt")
             st.record("hang", "cuobjdump", sass, "hang/cuobjdump", outputs={"sass": "hang/sass.txt"},
                       stdout_at="hang/sass.txt")
+        elif "capture" in hang_files and tools.get("cuobjdump") and jit:
+            progress(f"hang: cuobjdump -sass of the {len(jit)} cubin(s) the JIT compiled, to map the waiting PCs")
+            _jit_sass(st, tools["cuobjdump"], jit)
         elif "capture" in hang_files:
-            st.warnings.append(f"{exe} is not an ELF executable with CUDA code (or cuobjdump is missing): "
-                               "the waiting PCs are not mapped to SASS")
+            st.warnings.append(f"{exe} is not an ELF executable with CUDA code and the bundle keeps no JIT cubin "
+                               "(or cuobjdump is missing): the waiting PCs are not mapped to SASS")
         st.flush("hang")
         return Result(root, "hang", tuple(st.problems), tuple(st.warnings))
 
@@ -264,6 +270,25 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     con.close()
     st.flush(outcome)
     return Result(root, outcome, tuple(st.problems), tuple(st.warnings), report)
+
+
+def _jit_sass(st: "_State", cuobjdump: str, cubins: list[Path]) -> None:
+    """hang/sass.txt: `cuobjdump -sass` of each cubin a JIT compiler kept, one after another
+    (each lists its own functions), recorded as one run per cubin."""
+    out = st.root / "hang" / "sass.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    parts = []
+    for k, cubin in enumerate(cubins):
+        rel = f"hang/sass-{k}.txt"
+        done = run_bounded([cuobjdump, "-sass", str(cubin)], timeout=120, stdout_file=st.root / rel)
+        st.record("hang", "cuobjdump", done, f"hang/cuobjdump-{k}", outputs={"jit-sass": rel}, stdout_at=rel,
+                  note=f"the JIT's cubin {cubin.relative_to(st.root)}")
+        if done.exit_code == 0:
+            parts.append((st.root / rel).read_text(errors="replace"))
+    if parts:
+        out.write_text("\n".join(parts))
+        st.runs[-1].outputs["sass"] = "hang/sass.txt"
+        st.flush()
 
 
 def _cu_arch(gpu_archs: list[str]) -> str:

@@ -23,7 +23,16 @@ def main(name: str, bundle: Path, analyze_json: Path) -> str:
     seen: list[str] = [f"sanitizer {san}", f"generated {len(gen)}"]
     if not (bundle / "REPORT.md").is_file():
         fails.append("no REPORT.md")
-    if name in ("deadlock_ptx", "phase_source"):
+    if name in ("gluon_count2", "gluon_phase"):
+        causes = (doc or {}).get("causes", [])
+        first = causes[0] if causes else {}
+        want = "count 2" if name == "gluon_count2" else "parity"
+        sass = [r for r in runs if r["phase"] == "hang" and r["tool"] == "cuobjdump"]
+        seen.append(f"outcome {manifest.get('outcome')}; jit sass runs {len(sass)}; first cause "
+                    f"{first.get('basis')}: {str(first.get('text'))[:160]}")
+        if first.get("basis") != "evidence" or want not in str(first.get("text")):
+            fails.append(f"the first cause is not evidence naming the {want}")
+    elif name in ("deadlock_ptx", "phase_source"):
         causes = (doc or {}).get("causes", [])
         first = causes[0] if causes else {}
         seen.append(f"first cause [{first.get('basis')}]: {first.get('text', '')[:160]}")

@@ -52,6 +52,9 @@ run triton_ws_race 3 --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py w
 # compiler's dispatch protocol, a caveat; and a correct Gluon warp-specialized kernel, profiled.
 run triton_ws4 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py ws --stages 4 --n 1024
 run gluon_ws_rowsum 0 --timeout 300 -- python3 fixtures/src/gluon_ws_rowsum.py
+# Its planted deadlocks: a hang in JIT code, mapped with the cubins Triton's cache kept.
+run gluon_count2 4 --timeout 40 -- python3 fixtures/src/gluon_ws_rowsum.py --bug count2
+run gluon_phase 4 --timeout 40 -- python3 fixtures/src/gluon_ws_rowsum.py --bug phase
 # The same loop without warp_specialize (device-side descriptors too): initcheck's reads
 # are the atomic exchanges that publish each tensor map, read from the kept cubin: clean.
 run triton_plain_desc 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py plain --n 1024
