@@ -12,8 +12,8 @@ fi
 for t in .whl/*.tar.xz; do
   [ -f "$t" ] && mkdir -p "$site" && tar xJf "$t" -C "$site"
 done
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$site" . 2>/dev/null \
-  || python3 -m pip install -q --no-deps --no-build-isolation --target "$site" .
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target "$site" . 2>/dev/null \
+  || python3 -m pip install -q --no-deps --no-build-isolation --upgrade --target "$site" .
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 if ! python3 -c "import ncu_report" 2>/dev/null; then
   ncu_py=$(dirname "$(readlink -f "$(command -v ncu)")")/extras/python

@@ -362,3 +362,23 @@ def test_a_hazard_on_a_stage_buffer_still_stops():
     # no partition table in that kernel, so no toolchain-protocol caveat, and the stop stays.
     code, doc = _analyze("release_warp_synced")
     assert code == 3 and doc["toolchain_protocol"] == [] and doc["handoffs"]
+
+
+@pytest.mark.parametrize("name, cause", [
+    ("gluon_count2", "mbarrier.init count 2 (line 57) but 1 arrival(s) per phase"),
+    ("gluon_phase", "which only producer (warp 6) arrive(s) on; producers (warp 6) wait on "
+                    "global_smem+{49248,49256,49264} (parity %r13"),
+])
+def test_a_hang_in_jit_code_is_mapped_with_the_cubin_the_jit_kept(name, cause):
+    """A Gluon kernel that deadlocks (collected on the H200): the interpreter holds no SASS,
+    so collect lists the cubins Triton's cache kept (hang/sass.txt); the hung warps' waits map
+    to the kernel's PTX through their DSL lines, and the first cause is evidence."""
+    b = json.loads((EVIDENCE / name / "bundle.json").read_text())
+    sass = [r for r in b["runs"] if r["phase"] == "hang" and r["tool"] == "cuobjdump"]
+    assert sass and all(r["argv"][-1].endswith(".cubin") for r in sass) and sass[-1]["outputs"]["sass"]
+    code, doc = _analyze(name)
+    assert code == 4 and doc["outcome"] == "deadlock"
+    first = doc["causes"][0]
+    assert first["basis"] == "evidence" and cause in first["text"], first
+    roles = {g["role"] for g in doc["groups"]}
+    assert roles == {"producer", "consumer"}
