@@ -223,7 +223,35 @@ def analyse(e: Entry, source: str) -> KernelSheet:
     flags += _flag_proxy_fence(k, stmts)
     flags += _flag_phase_order(k, barriers)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
-                       tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines())
+                       tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines(),
+                       _unchecked(k, barriers))
+
+
+def _unchecked(k: _Kernel, barriers: tuple[Barrier, ...]) -> tuple[str, ...]:
+    """What the flags could not look at, read from what the sheet resolved and its notes."""
+    out: list[str] = []
+    if k.n is None:
+        out.append("thread counts are not derived (no 1-D .reqntid/.maxntid): arrivals, roles and phases not "
+                   "checked")
+    for b in barriers:
+        if b.name.startswith("%") or "[" in b.name and not b.inits:
+            out.append(f"barrier at {b.name}: its address does not resolve to an initialized barrier: its count, "
+                       "arrivals and phases not checked")
+        elif b.inits and any(c is None for _, c in b.inits):
+            out.append(f"{b.name}: init count not derived: arrivals not checked against it")
+        elif (b.arrivers or b.waiters) and not b.inits:
+            out.append(f"{b.name}: no mbarrier.init seen: its count is not checked")
+        elif not b.decided:
+            out.append(f"{b.name}: which of its barriers an operation addresses is not decided by the PTX: their "
+                       "counts and phases are checked as one group at most")
+    for n in k.notes:
+        if n.aspect in ("handoff.count", "handoff.phase", "calls") or (
+                n.aspect == "lifetime" and "not checked" in n.text):
+            out.append(n.text)
+    unparsed = sum(1 for n in k.notes if n.aspect == "unparsed")
+    if unparsed:
+        out.append(f"{unparsed} PTX line(s) not read (listed under assumptions): what they do is not checked")
+    return tuple(dict.fromkeys(out))
 
 
 def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrier, ...]:

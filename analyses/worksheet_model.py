@@ -82,6 +82,10 @@ class KernelSheet:
     # PTX lines that store or read a table of constants in shared memory which decides the
     # roles (Triton's warp_specialize partition table; worksheet_eval._table_load)
     dispatch_table: tuple[int, ...] = ()
+    # What the sheet could not check, one phrase each (an address not resolved, counts of
+    # barriers it cannot tell apart, phases whose parity is not derived): a sheet with
+    # "flags: none" and items here did not check everything (worksheet.analyse)
+    unchecked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ def worksheet(
 ) -> None:
     """Print, per kernel, the handoff worksheet read from PTX: roles, shared and tensor
     memory, every mbarrier (init count, who arrives, who waits), fences, lifetimes, and
-    the mistakes visible statically (flags 1-5), each marked evidence or assumption."""
+    the mistakes visible statically (flags 1-7), each marked evidence or assumption, and
+    what it could not check."""
     with error_boundary():
         ws = build(paths, arch=arch, kernel=kernel)
         if fmt is Format.json:
@@ -53,9 +54,14 @@ def render(ws: Worksheet, markdown: bool = False) -> str:
 
     for k in ws.kernels:
         line(h1, f"{k.kernel}  ({k.source}, {k.target}, {k.threads or '?'} threads)")
-        line(h2, "flags: " + ("none" if not k.flags else str(len(k.flags))))
+        line(h2, "flags: " + ("none" if not k.flags else str(len(k.flags)))
+             + (f"; {len(k.unchecked)} thing(s) not checked (below)" if k.unchecked else ""))
         for f in k.flags:
             line(li, f"[{f.code} {f.name}] ({f.basis}) {f.text}")
+        if k.unchecked:
+            line(h2, "not checked")
+            for u in k.unchecked:
+                line(li, u)
         for title, items in (("roles", k.roles), ("storage", k.storage), ("fences", k.fences),
                              ("lifetime", k.lifetime), ("assumptions", k.notes)):
             if items:

@@ -124,3 +124,18 @@ def test_a_stage_index_read_from_memory_is_not_taken_as_a_ring():
     ks = {k.kernel: k for k in worksheet([PTX / "bars_array.ptx"]).kernels}
     (b,) = ks["_Z10bars_arrayILi2EEvPKfPfPKii"].barriers
     assert b.name == "bars" and not b.decided
+
+
+def test_what_was_not_checked_is_said_on_the_first_line_and_in_json():
+    ks = {k.kernel: k for k in worksheet([PTX / "bars_array.ptx"]).kernels}
+    undecided = ks["_Z10bars_arrayILi2EEvPKfPfPKii"]  # its stage index is read from memory
+    assert undecided.flags == () and any("not decided by the PTX" in u for u in undecided.unchecked)
+    p = wsperf("worksheet", PTX / "bars_array.ptx", "--kernel", "bars_arrayILi2")
+    assert p.returncode == 0
+    assert "flags: none; 2 thing(s) not checked (below)" in p.stdout and "  not checked\n" in p.stdout
+    doc = json.loads(wsperf("worksheet", PTX / "bars_array.ptx", "--kernel", "bars_arrayILi2", "--format",
+                            "json").stdout)
+    assert doc["kernels"][0]["unchecked"] == list(undecided.unchecked)
+    # the generated kernels whose barriers all resolve leave nothing unchecked
+    for name in ("gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "triton_ws_matmul.ptx"):
+        assert _sheet(name).unchecked == (), name
