@@ -20,6 +20,11 @@ import typer
 import typer.core
 import typer.main
 
+try:  # Typer 0.2x vendors the Click it runs on
+    from typer import _click as click
+except ImportError:  # pragma: no cover - Typer releases that depend on Click instead
+    import click  # type: ignore[no-redef]
+
 import wsperf
 from wsperf.cli.params import paths_checked_by_wsperf
 from wsperf.collectors import prestart
@@ -52,7 +57,8 @@ _COMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
                "by the run's date (DIR/<table>/run_date=YYYY-MM-DD/).", {}),
     "worksheet": ("worksheet", "worksheet", "Print, per kernel, the handoff worksheet read from PTX: roles, shared "
                   "and tensor memory, every mbarrier (init count, who arrives, who waits), fences, lifetimes, and "
-                  "the mistakes visible statically (flags 1-5), each marked evidence or assumption.", {}),
+                  "the mistakes visible statically (flags 1-7), each marked evidence or assumption, and what it "
+                  "could not check.", {}),
     "nsys": ("nsys", "nsys", "Where the GPU time goes in an Nsight Systems timeline: per-kernel statistics "
              "(count, total, median, p10/p90, share of GPU time), idle gaps per stream with a launch-bound / "
              "host-bound finding when the GPU waits on the CPU, overlap across streams, NVTX range totals.", {}),
@@ -108,7 +114,27 @@ class _LazyCommand(typer.core.TyperCommand):
         return real.make_context(info_name, args, parent=parent, **extra)
 
 
+def _usage_error(self: click.exceptions.UsageError, file: Any = None) -> None:
+    """A command line Click cannot parse (an unknown option or command, a bad --format, a
+    number that is not one): one `Error:` line and the usage hint, on stderr, exit 2 (Click's
+    own code for usage errors), instead of Rich's box without an `Error:` line."""
+    out = file or sys.stderr
+    out.write("Error: " + " ".join(self.format_message().split()) + "\n")
+    ctx = self.ctx
+    if ctx is not None:
+        out.write(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.\n")
+
+
+click.exceptions.UsageError.show = _usage_error  # type: ignore[method-assign]
+
+
 class _LazyGroup(typer.core.TyperGroup):
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        # Errors Click raises are shown by their own show() (above), not Rich's box; help
+        # still renders with Rich (format_help reads the group's own markup mode).
+        kwargs.pop("rich_markup_mode", None)
+        return typer.core._main(self, *args, rich_markup_mode=None, **kwargs)
+
     def list_commands(self, ctx) -> list[str]:  # type: ignore[no-untyped-def]
         return list(_COMMANDS)
 

@@ -202,3 +202,17 @@ def test_piped_output_keeps_the_width_columns_asks_for():
     narrow = wsperf("analyze", REPORTS / "ws_stream_healthy.ncu-rep", env={"COLUMNS": "100"})
     assert wide.returncode == narrow.returncode == 0
     assert max(map(len, narrow.stdout.splitlines())) <= 100 < max(map(len, wide.stdout.splitlines()))
+
+
+@pytest.mark.parametrize("args, said", [
+    (("analyze", REPORTS / "gemm_ffma.ncu-rep", "--format", "xml"), "Invalid value for '--format'"),
+    (("analyze", REPORTS / "gemm_ffma.ncu-rep", "--lock-timeout", "abc"), "is not a valid float"),
+    (("no-such-command",), "No such command 'no-such-command'"),
+    (("worksheet", "--no-such-option", "x.ptx"), "No such option: --no-such-option"),
+])
+def test_a_usage_error_is_one_error_line_and_the_hint(args, said):
+    p = wsperf(*args)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "╭" not in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("Error: ") and said in lines[0], p.stderr
+    assert lines[1].startswith("Try 'wsperf") and lines[1].endswith("--help' for help.")
