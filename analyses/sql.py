@@ -87,6 +87,22 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> QueryResult:
     return QueryResult(columns, rows)
 
 
+def select_only(con: duckdb.DuckDBPyConnection, query: str) -> QueryResult:
+    """`run_sql` for a query that may only read: every statement must be a SELECT (WITH ...
+    SELECT included); anything else (DROP, COPY, ATTACH, SET, CREATE) is a QueryError before
+    it runs. The Python API's `Session.sql` policy, beside the sandboxed connection."""
+    try:
+        statements = con.extract_statements(query)
+    except duckdb.Error as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise QueryError(f"query failed: {first}") from None
+    bad = [st.type.name for st in statements if st.type is not duckdb.StatementType.SELECT]
+    if bad:
+        raise QueryError(f"only SELECT queries run here ({', '.join(dict.fromkeys(bad))} refused): a session's "
+                         "store is read, never changed, from Python")
+    return run_sql(con, query)
+
+
 def sandbox(con: duckdb.DuckDBPyConnection, writable: os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
     """Switch DuckDB's access to anything outside the open store off for good on `con`
     (see the module docstring), but for the directory `writable` when one is given (the

@@ -24,7 +24,7 @@ import pandas as pd
 
 from wsperf.analyses.analyze import KernelAnalysis, analyze, launch_ids_of_reports
 from wsperf.analyses.config import load_config
-from wsperf.analyses.sql import check_kernel_regex, run_sql
+from wsperf.analyses.sql import check_kernel_regex, sandbox, select_only
 from wsperf.cli import charts as _charts
 from wsperf.cli import html as _html
 from wsperf.cli import render as _render
@@ -155,7 +155,9 @@ class Session:
     def sql(self, query: str) -> pd.DataFrame:
         """Run DuckDB SQL over the store (tables and views of queries/schema.sql, as
         `wsperf sql`); a failing query raises QueryError. Missing figures are None."""
-        result = run_sql(self.con, query)
+        if not isinstance(query, str):
+            raise InputError(f"sql: give the query as a string, not {type(query).__name__}")
+        result = select_only(self.con, query)
         return _df(result.columns, result.rows)
 
     def table(self, name: str) -> pd.DataFrame:
@@ -216,7 +218,17 @@ def load(paths: PathLike | Iterable[PathLike], db: PathLike | None = None, expec
 
     Raises InputError / ReportError (subclasses of WsperfError) for bad input.
     """
-    reports = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+    reports = _paths(paths)
+    for name, v in (("db", db), ("config", config)):
+        if v is not None and not isinstance(v, (str, os.PathLike)):
+            raise InputError(f"{name}: give a path (str or os.PathLike), not {type(v).__name__}")
+    if kernel is not None and not isinstance(kernel, str):
+        raise InputError(f"kernel: give a regular expression (str), not {type(kernel).__name__}")
+    if not isinstance(expect, str):
+        expect = list(expect) if isinstance(expect, Iterable) else [expect]
+    if not isinstance(expect, str) and not all(isinstance(x, str) for x in expect):
+        raise InputError("expect: give a name or a list of names (tma, tensor-core, wgmma, tcgen05, setmaxnreg, "
+                         "warp-specialized)")
     if not reports:
         raise InputError("nothing to load: give one or more Nsight Compute reports (.ncu-rep)")
     if isinstance(expect, str):
@@ -235,4 +247,21 @@ def load(paths: PathLike | Iterable[PathLike], db: PathLike | None = None, expec
         con.close()
         what = f"matches kernel={kernel!r}" if kernel else "was found"
         raise InputError(f"no kernel launch {what} in {len(reports)} report(s)")
-    return Session(con, results, reports)
+    # The session only reads from here on, as `wsperf sql` does: a store file is opened again
+    # read-only, and DuckDB's access outside the store is switched off for good on it.
+    if db is not None:
+        con.close()
+        con = open_store(Path(db), read_only=True)
+    return Session(sandbox(con), results, reports)
+
+
+def _paths(paths: Any) -> list[Path]:
+    """The report paths load() was given, or InputError naming what it got instead."""
+    if isinstance(paths, (str, os.PathLike)):
+        return [Path(paths)]
+    if isinstance(paths, Iterable) and not isinstance(paths, (bytes, dict)):
+        items = list(paths)
+        if all(isinstance(p, (str, os.PathLike)) for p in items):
+            return [Path(p) for p in items]
+    raise InputError(f"paths: give a report path or a list of them (str or os.PathLike), not "
+                     f"{type(paths).__name__}")

@@ -182,6 +182,10 @@ def _connect(p: Path, read_only: bool, lock_timeout: float,
             time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
             pause = min(pause * 2, 0.5)
         except duckdb.Error as e:
+            if "different configuration" in str(e):
+                raise StoreError(f"{p}: this process has it open already, read-only (a wsperf session of it, "
+                                 "`wsperf.load(..., db=...)`): close that session first (`s.close()`, or end its "
+                                 "`with` block)") from None
             raise StoreError(f"{p}: cannot open as a DuckDB store ({_first_line(e)}); "
                              "give a store written by wsperf, or a new file name") from None
 

@@ -140,3 +140,35 @@ def test_bad_input_raises_the_cli_errors(session, tmp_path):
         session.sql("SELEC 1")
     with pytest.raises(KeyError):
         session[10_000]
+
+
+def test_session_sql_has_the_cli_policy(tmp_path):
+    """The Python API's queries follow `wsperf sql`: they read the store and nothing else,
+    and change nothing (a db= store's history was dropped by `DROP TABLE runs` before)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("wsperf-api-secret")
+    db = tmp_path / "store.duckdb"
+    with wsperf.load(FFMA, db=db) as s:
+        assert len(s.sql("SELECT * FROM reports")) == 1
+        for q in (f"SELECT * FROM read_text('{secret}')", "DROP TABLE runs", f"COPY runs TO '{tmp_path / 'x.csv'}'",
+                  f"ATTACH '{tmp_path / 'other.duckdb'}' AS o", "SET enable_external_access = true",
+                  "SELECT 1; DELETE FROM runs"):
+            with pytest.raises(QueryError):
+                s.sql(q)
+        # a second load into the same file while this session holds it says so
+        with pytest.raises(WsperfError, match="has it open already"):
+            wsperf.load(FFMA, db=db)
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "other.duckdb").exists()
+    with wsperf.load(FFMA, db=db) as s:  # closed: the store is whole, its tables all there
+        assert len(s.sql("SELECT * FROM reports")) == 1 and s.sql("SELECT count(*) AS n FROM runs").n[0] == 0
+    with wsperf.load(FFMA) as s:  # an in-memory session is sandboxed too
+        with pytest.raises(QueryError):
+            s.sql(f"SELECT * FROM read_text('{secret}')")
+
+
+@pytest.mark.parametrize("kwargs", [{"paths": 123}, {"paths": [FFMA, 7]}, {"paths": None},
+                                    {"paths": FFMA, "db": 5}, {"paths": FFMA, "expect": [1]},
+                                    {"paths": FFMA, "kernel": 3}, {"paths": FFMA, "config": 2.5}])
+def test_arguments_of_the_wrong_type_are_a_wsperf_error(kwargs):
+    with pytest.raises(InputError):
+        wsperf.load(**kwargs)
