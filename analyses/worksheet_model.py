@@ -19,7 +19,8 @@ _BAR0 = re.compile(r"^(bar|barrier)\.(sync|cta\.sync|aligned\.sync|cta\.aligned\
 _ARRIVE = ("mbarrier.arrive", "mbarrier.arrive_drop")
 _WAIT = ("mbarrier.try_wait", "mbarrier.test_wait")
 FLAG_NAMES = {1: "init-in-role", 2: "init-count", 3: "cta-barrier-in-role", 4: "tmem-not-freed",
-              5: "missing-proxy-fence", 6: "tmem-freed-twice", 7: "phase-deadlock"}
+              5: "missing-proxy-fence", 6: "tmem-freed-twice", 7: "phase-deadlock",
+              8: "tx-bytes"}
 
 
 @dataclass(frozen=True)

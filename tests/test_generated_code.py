@@ -137,5 +137,28 @@ def test_what_was_not_checked_is_said_on_the_first_line_and_in_json():
                             "json").stdout)
     assert doc["kernels"][0]["unchecked"] == list(undecided.unchecked)
     # the generated kernels whose barriers all resolve leave nothing unchecked
-    for name in ("gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "triton_ws_matmul.ptx"):
-        assert _sheet(name).unchecked == (), name
+    assert _sheet("gluon_ws_gemm.ptx").unchecked == ()
+    # Triton's sm_90 PTX was kept without its .json: only the copies' bytes are left unchecked
+    (left,) = _sheet("triton_ws_matmul.ptx").unchecked
+    assert "expect_tx not checked" in left
+
+
+def test_expected_bytes_are_checked_against_the_boxes_the_metadata_gives():
+    # Gluon's loader expects A-box + B-box bytes (2 x 128x64 bf16 = 32768); the boxes come from
+    # Triton's metadata beside the PTX (tensordesc_meta). The planted variant expects twice that.
+    (f,) = _sheet("gluon_ws_gemm_tx.ptx").flags
+    assert (f.code, f.name, f.basis) == (8, "tx-bytes", Basis.EVIDENCE)
+    assert "expects 65536 bytes a phase (expect_tx) but its copies deliver 32768" in f.text and "never" in f.text
+    ok = _sheet("gluon_ws_gemm.ptx")
+    assert ok.flags == () and not any("expect_tx not checked" in u for u in ok.unchecked)
+    # without the metadata the same PTX is not checked, and says so
+    tirx = _sheet("tirx_ws_gemm.ptx")
+    assert any("expect_tx not checked" in u for u in tirx.unchecked)
+
+
+def test_the_worksheet_needs_the_metadata_beside_the_ptx_to_check_bytes(tmp_path):
+    import shutil
+
+    shutil.copy(PTX / "gluon_ws_gemm_tx.ptx", tmp_path / "k.ptx")  # no k.json beside it
+    (k,) = worksheet([tmp_path / "k.ptx"]).kernels
+    assert not [f for f in k.flags if f.code == 8] and any("expect_tx not checked" in u for u in k.unchecked)
