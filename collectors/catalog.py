@@ -58,17 +58,33 @@ def catalog(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str | None]]:
 
 
 @lru_cache(maxsize=1)
-def expected_catalog() -> dict[str, dict[str, str | None]]:
-    """The catalog wsperf's own DDL makes: schema.sql with its figure views, and every
-    table and view created on first use."""
+def _catalogs() -> tuple[dict[str, dict[str, str | None]], dict[str, dict[str, str | None]]]:
+    """(what schema.sql alone makes, what all of wsperf's DDL makes), from one empty
+    in-memory database."""
     from wsperf.queries import schema_sql  # queries imports collectors.metrics: not at import time
 
     files = resources.files("wsperf.queries")
     with duckdb.connect(":memory:", config=duckdb_config()) as con:
         con.execute(schema_sql())
+        base = catalog(con)
         for name in LAZY_SCHEMAS:
             con.execute((files / name).read_text(encoding="utf-8"))
-        return catalog(con)
+        return base, catalog(con)
+
+
+def expected_catalog() -> dict[str, dict[str, str | None]]:
+    """The catalog wsperf's own DDL makes: schema.sql with its figure views, and every
+    table and view created on first use."""
+    return _catalogs()[1]
+
+
+def schema_complete(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store already holds every table and view of schema.sql as wsperf defines
+    them (after `check_catalog`: nothing else is there), so that opening it needs to write
+    nothing: a command that only reads, or fails before it writes, leaves the file as it was."""
+    want = _catalogs()[0]
+    found = catalog(con)
+    return all(found[kind].get(name, object()) == d for kind in ("table", "view") for name, d in want[kind].items())
 
 
 def foreign_objects(con: duckdb.DuckDBPyConnection) -> list[str]:

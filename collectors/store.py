@@ -32,7 +32,7 @@ from pathlib import Path
 
 import duckdb
 
-from wsperf.collectors.catalog import check_catalog
+from wsperf.collectors.catalog import check_catalog, schema_complete
 from wsperf.collectors.errors import InputError, StoreError
 from wsperf.collectors.files import open_input, why
 from wsperf.collectors.limits import duckdb_config
@@ -289,6 +289,9 @@ def _apply_schema(con: duckdb.DuckDBPyConnection, where: object, *, in_memory: b
     try:
         if not in_memory:
             _check_owner(con, where)
+            if schema_complete(con) and con.execute(
+                    "SELECT count(*) FROM wsperf_meta WHERE key = 'schema_version'").fetchone()[0]:
+                return  # a store of this layout, whole: opening it writes nothing (checked by _check_owner)
         con.execute(schema_sql())
         con.execute("INSERT OR IGNORE INTO wsperf_meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     except duckdb.IOException as e:

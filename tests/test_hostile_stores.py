@@ -136,3 +136,18 @@ def test_the_catalog_check_is_what_refuses(clean_store, tmp_path, monkeypatch):
             f"con = open_store({str(db)!r}, read_only=True); print(con.execute('SELECT label FROM runs').fetchall())")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert SECRET in p.stdout, (p.stdout, p.stderr)
+
+
+def test_a_command_that_fails_before_it_writes_leaves_the_store_byte_identical(clean_store, tmp_path):
+    """Opening a whole store of this layout writes nothing (its DDL is not run again): a
+    command that fails on its input, or only reads, leaves the file as it was (before, a
+    failed `analyze missing.ncu-rep --db s` rewrote ~84 KB of it)."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(clean_store, db)
+    before = db.read_bytes()
+    assert_one_error_line(wsperf("analyze", tmp_path / "missing.ncu-rep", "--db", db), 2, "no such file")
+    assert wsperf("history", "--db", db).returncode == 0
+    assert wsperf("sql", "SELECT count(*) FROM runs", "--db", db).returncode == 0
+    assert db.read_bytes() == before
+    # and a command that does write still records its run
+    assert wsperf("analyze", REPORT, "--db", db).returncode == 0 and db.read_bytes() != before
