@@ -31,7 +31,7 @@ import duckdb
 from wsperf.analyses.sql import check_kernel_regex, sandbox
 from wsperf.collectors.bundle import ENVIRONMENT
 from wsperf.collectors.errors import InputError, StoreError
-from wsperf.collectors.files import check_output_dir, staged_into
+from wsperf.collectors.files import check_output_dir, read_small, staged_into
 from wsperf.collectors.metrics import BY_NAME as _FIGURES
 
 FIGURE_NAMES = frozenset(_FIGURES)
@@ -200,13 +200,17 @@ def _git(args: list[str], cwd: Path | None) -> str | None:
     return out if p.returncode == 0 and out else None
 
 
+_ENV_BYTES = 1 << 20  # a bundle's environment.json: a few KB
+
+
 def _bundle_environment(bundles: Iterable[Path]) -> tuple[str | None, str | None]:
     """(driver, ncu version) from the first bundle whose environment.json says so."""
     driver = ncu = None
     for b in bundles:
+        raw = read_small(Path(b) / ENVIRONMENT, _ENV_BYTES)  # a FIFO or a huge file there: as if absent
         try:
-            env = json.loads((Path(b) / ENVIRONMENT).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            env = json.loads(raw.decode("utf-8", "replace")) if raw is not None else None
+        except (ValueError, RecursionError):
             continue  # an old or partial bundle: the run just knows less
         if not isinstance(env, dict):
             continue

@@ -23,7 +23,7 @@ from wsperf.cli.render import md, md_code
 from wsperf.collectors.bundle import read_bundle
 from wsperf.collectors.cudagdb import read_cudagdb
 from wsperf.collectors.errors import WsperfError
-from wsperf.collectors.files import write_output
+from wsperf.collectors.files import read_small, write_output
 
 REPORT = "REPORT.md"
 
@@ -74,9 +74,12 @@ def write_report(bundle: Path, ev: Evidence, gate: Gate, results: list | None) -
 
 
 def _environment(bundle: Path) -> list[str]:
+    raw = read_small(bundle / "environment.json", 1 << 20)  # not a FIFO to wait on, not read past 1 MiB
     try:
-        env: dict[str, Any] = json.loads((bundle / "environment.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        env: dict[str, Any] = json.loads(raw.decode("utf-8", "replace")) if raw is not None else None
+    except (ValueError, RecursionError):
+        env = None
+    if not isinstance(env, dict):
         return ["- environment.json missing or unreadable"]
     gpus = [f"{g.get('name')} (driver {g.get('driver')}, compute capability {g.get('compute_capability')})"
             for g in env.get("gpus", []) if isinstance(g, dict)]

@@ -48,6 +48,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wsperf.collectors.files import read_small
+
 
 ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190
@@ -415,20 +417,28 @@ def _is_cached(sha256: str, tool: str, function: str) -> bool:
     return path is not None and path.is_file()
 
 
+# The largest cache entry read back: a function's listing as JSON (sglang's flash-attention
+# kernel, the largest seen, is ~1 MB); anything larger is not ours.
+_MAX_CACHE_ENTRY = 256 << 20
+
+
 def load_cached(sha256: str, tool: str, function: str) -> dict[int, str] | None:
     """The listing of `function` of this cubin stored for this disassembler, or None
     (absent, unreadable, or damaged: its content digest or its names do not match)."""
     path = _cache_file(sha256, tool, function)
     if path is None:
         return None
+    raw = read_small(path, _MAX_CACHE_ENTRY)  # a FIFO, a link to /dev/zero or a huge file: a miss
+    if raw is None:
+        return None
     try:
-        head, body = path.read_bytes().split(b"\n", 1)
+        head, body = raw.split(b"\n", 1)
         meta = json.loads(head)
         if meta.get("format") != CACHE_FORMAT or meta.get("cubin") != sha256 or meta.get("function") != function \
                 or meta.get("digest") != hashlib.sha256(body).hexdigest():
             return None
         return {int(off): text for off, text in json.loads(body)}
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
         return None
 
 

@@ -125,6 +125,25 @@ def read_input(path: str | os.PathLike[str], *, kind: str, limit: int, magic: tu
     return data
 
 
+def read_small(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The bytes of a side file wsperf reads for itself (a bundle's environment.json, a
+    cache entry), or None when it is not a regular file (a FIFO that would block, a link
+    to /dev/zero that never ends), is larger than `limit` (a sparse 3 GB file), or cannot
+    be read: such a file is treated as absent, never waited on or read whole."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO swapped in: no wait
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None  # replaced by something else between the stat and the open
+            data = f.read(limit + 1)
+    except (OSError, ValueError):
+        return None
+    return data if len(data) <= limit else None
+
+
 def write_output(path: str | os.PathLike[str], content: bytes | str, *, what: str = "the output",
                  error: type[WsperfError] = InputError) -> Path:
     """Write `content` (str: UTF-8) to `path` through a temporary file in its directory

@@ -6,6 +6,7 @@ written by `wsperf analyze --db` from a real report, then changed as an attacker
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from support import REPORTS, assert_one_error_line, wsperf
+from support import REPORTS, ROOT, assert_one_error_line, wsperf
 from wsperf.analyses.sql import sandbox
 from wsperf.collectors.catalog import expected_catalog, foreign_objects
 from wsperf.collectors.errors import StoreError
@@ -151,3 +152,31 @@ def test_a_command_that_fails_before_it_writes_leaves_the_store_byte_identical(c
     assert db.read_bytes() == before
     # and a command that does write still records its run
     assert wsperf("analyze", REPORT, "--db", db).returncode == 0 and db.read_bytes() != before
+
+
+def test_side_files_that_would_hang_or_never_end_are_treated_as_absent(tmp_path, monkeypatch):
+    """A bundle whose environment.json is a FIFO hung `analyze B --db s`; a disassembly
+    cache entry that is a FIFO hung every analyze, one linked to /dev/zero read until the
+    out-of-memory killer. Both are now as if absent: the same verdicts, in seconds."""
+    import os
+
+    cache = tmp_path / "cache"
+    env = {"WSPERF_CACHE_DIR": str(cache), "WSPERF_NO_PRESTART": "1"}
+    first = wsperf("analyze", REPORT, "--format", "json", env=env)
+    assert first.returncode == 0
+    entries = sorted(p for p in cache.rglob("*") if p.is_file())
+    assert entries
+    for k, p in enumerate(entries):
+        p.unlink()
+        if k % 2:
+            os.mkfifo(p)
+        else:
+            p.symlink_to("/dev/zero")
+    again = wsperf("analyze", REPORT, "--format", "json", env=env)  # would block or read forever before
+    assert again.returncode == 0 and json.loads(again.stdout) == json.loads(first.stdout)
+    bundle = tmp_path / "b"
+    shutil.copytree(ROOT / "fixtures" / "evidence" / "triton_plain_desc", bundle)
+    (bundle / "environment.json").unlink()
+    os.mkfifo(bundle / "environment.json")
+    p = wsperf("analyze", bundle, "--db", tmp_path / "s.duckdb")
+    assert p.returncode == 0 and "Traceback" not in p.stderr
