@@ -31,6 +31,7 @@ the sheet says so.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -38,9 +39,9 @@ from wsperf.analyses.correctness import Basis, Item
 from wsperf.analyses.sql import check_kernel_regex, matching
 from wsperf.analyses.worksheet_eval import _Kernel, _warps
 from wsperf.analyses.worksheet_flags import (_flag_counts, _flag_cta_barrier, _flag_init_in_role,
-                                             _flag_phase_order, _flag_proxy_fence)
+                                             _flag_phase_order, _flag_proxy_fence, _flag_tx_bytes)
 from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Arrive, Barrier, Flag, KernelSheet,
-                                             Site, Wait, Worksheet, _fmt, _local, _where)
+                                             Site, Wait, Worksheet, _fmt, _local)
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.ptx import Entry, parse, read_ptx
 
@@ -78,8 +79,6 @@ def compiler_metadata(ptx: Path) -> dict[str, list[int]]:
     """kernel name -> the bytes of each tensor descriptor's box, in the kernel's parameter
     order, from the metadata Triton writes beside a kernel's PTX (`<name>.json`,
     `tensordesc_meta`: block_size and elem_size); {} when there is none."""
-    import json
-
     f = Path(ptx).with_suffix(".json")
     try:
         if not f.is_file() or f.stat().st_size > (1 << 20):
@@ -394,85 +393,6 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
                             + (f"taken as any of the {n} barrier(s) of {_local(sym)}" if n and sym not in opaque else
                                f"all barriers of {_local(sym)} are taken as one"), Basis.ASSUMPTION))
     return tuple(b for _, b in sorted(out, key=lambda x: x[0]))
-
-
-def _param_of(k: _Kernel, op: str, depth: int = 0) -> int | None:
-    """N when register `op` holds the address of the kernel's parameter N (`mov.b64 %rd,
-    kernel_param_N`, `cvta.param`): a tensor map passed by value."""
-    op = op.strip()
-    m = re.fullmatch(r"[\w$.]+_param_(\d+)", op)
-    if m:
-        return int(m.group(1))
-    ds = k.defs.get(op)
-    if depth > 8 or not ds or len(ds) != 1 or ds[0].opcode.split(".")[0] not in ("mov", "cvta") or \
-            len(ds[0].operands) != 2:
-        return None
-    return _param_of(k, ds[0].operands[1], depth + 1)
-
-
-def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] | None) -> list[Flag]:
-    """Flag 8: per barrier and role, the bytes one phase expects (`expect_tx`) against the
-    bytes its copies deliver: a plain bulk copy's size operand, a tensor copy's box from the
-    compiler's metadata (`boxes`, the tensor maps in parameter order). Fewer bytes delivered
-    than expected: the phase never completes (a hang); more: it completes before its data
-    lands. Checked only where every site's threads are derived and every amount is known
-    (or both sides are the same register); else said in the notes."""
-    stmts = k.stmts
-    at: dict[tuple[int, str], int] = {}
-    for i, s in enumerate(stmts):
-        at.setdefault((s.line, s.opcode), i)
-    maps = sorted({p for s in stmts if s.opcode.startswith("cp.async.bulk.tensor") and len(s.operands) > 1
-                   and (p := _param_of(k, s.operands[1 if ".global.shared" not in s.opcode else 0]
-                                       .strip("[]").split(",")[0])) is not None})
-    box_of = dict(zip(maps, boxes)) if boxes and len(boxes) == len(maps) else {}
-    out: list[Flag] = []
-    unknown = 0
-    for b in barriers:
-        by_role: dict[str, tuple[list, list]] = {}
-        for a in b.arrivers:
-            if a.kind in ("arrive.expect_tx", "complete_tx"):
-                by_role.setdefault(a.site.role, ([], []))[a.kind == "complete_tx"].append(a)
-        for role, (expects, copies) in by_role.items():
-            if not expects or not copies:
-                continue
-            amounts: list[list] = [[], []]
-            for side, sites in enumerate((expects, copies)):
-                for a in sites:
-                    i = at.get((a.site.line, a.site.instruction))
-                    if i is None or k.threads(i) is None:
-                        amounts[side].append(None)
-                        continue
-                    s = stmts[i]
-                    if side == 1 and ".tensor" in s.opcode:
-                        p = _param_of(k, s.operands[1].strip("[]").split(",")[0]) if len(s.operands) > 1 else None
-                        amounts[side].append(box_of.get(p) if p is not None else None)
-                        continue
-                    op = s.operands[2] if len(s.operands) > 2 else None
-                    f = k.value(op) if op else None
-                    v = f(0) if f else None
-                    amounts[side].append(v if v is not None else ("reg", op.strip()) if op else None)
-            if any(x is None for x in amounts[0] + amounts[1]):
-                unknown += 1
-                continue
-            if all(isinstance(x, int) for x in amounts[0] + amounts[1]):
-                want, got = sum(amounts[0]), sum(amounts[1])
-            elif sorted(map(str, amounts[0])) == sorted(map(str, amounts[1])):
-                continue  # the same registers on both sides: equal by construction
-            else:
-                unknown += 1
-                continue
-            if want != got:
-                lines = ", ".join(sorted({_where(a.site) for a in expects + copies})[:6])
-                out.append(Flag(8, FLAG_NAMES[8], f"{b.name}: {role} expects {want} bytes a phase (expect_tx) but its "
-                                f"copies deliver {got} ({lines}): "
-                                + ("the phase never completes (deadlock)" if got < want else
-                                   "the phase completes before all its data has landed")
-                                + f"; expect_tx {got}", Basis.EVIDENCE, expects[0].site.line))
-    if unknown:
-        k.notes.append(Item("handoff.tx", f"{unknown} barrier role(s) whose copied bytes are not known (a tensor "
-                            "copy's box is in its tensor map, not in the PTX; Triton's .json beside the PTX gives "
-                            "it): expect_tx not checked there", Basis.ASSUMPTION))
-    return out
 
 
 def _ring(k: _Kernel, op: str, inits: dict[str, set[int]]) -> tuple[str, frozenset] | None:

@@ -200,6 +200,14 @@ class _Kernel:
                                    if later else ""), Basis.ASSUMPTION))
         return f
 
+    def stmt_of(self, site) -> int | None:  # type: ignore[no-untyped-def]
+        """The index of the statement a worksheet Site names (its PTX line and instruction)."""
+        if getattr(self, "_at", None) is None:
+            self._at: dict[tuple[int, str], int] = {}
+            for i, st in enumerate(self.stmts):
+                self._at.setdefault((st.line, st.opcode), i)
+        return self._at.get((site.line, site.instruction))
+
     def dispatch_table_lines(self) -> tuple[int, ...]:
         """The PTX lines that read a table which decided a branch, and every store of it."""
         if not self.table_reads:

@@ -1,7 +1,9 @@
-"""The mistakes a worksheet flags statically (codes 1-5, `FLAG_NAMES`): an mbarrier
+"""The mistakes a worksheet flags statically (codes 1-8, `FLAG_NAMES`): an mbarrier
 initialized inside a role, arrival counts that do not match the init count, a CTA
 barrier inside one role's branch, tensor memory not freed, a generic-proxy store read
-by the async proxy without fence.proxy.async."""
+by the async proxy without fence.proxy.async, tensor memory freed twice (in
+worksheet.py, beside the lifetime items), a deadlock in the order of phases, expected
+bytes that the copies do not deliver."""
 
 from __future__ import annotations
 
@@ -164,9 +166,6 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     if not k.n:
         return []
     dom = k.dominators()
-    at: dict[tuple[int, str], int] = {}
-    for i, s in enumerate(k.stmts):
-        at.setdefault((s.line, s.opcode), i)
     waits: list[tuple[int, int, frozenset, int | None, object]] = []  # (barrier, stmt, warps, parity, Wait)
     arrivals: list[tuple[int, int, frozenset, int]] = []  # (barrier, stmt, warps, arrivals)
     need: dict[int, int] = {}
@@ -179,7 +178,7 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
         need[n] = min(counts.pop(), sum(v for v in pops.values() if v))  # type: ignore[arg-type]
         first: dict[int, tuple] = {}  # warp -> its first wait on this barrier
         for w in b.waiters:
-            i = at.get((w.site.line, w.site.instruction))
+            i = k.stmt_of(w.site)
             p = k.threads(i) if i is not None else None
             if i is None or p is None or not w.parity:
                 unchecked += 1
@@ -191,7 +190,7 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
             warps = frozenset(warp for warp, v in first.items() if v[0] == i)
             waits.append((n, i, warps, k.first_value(w.parity), w))  # type: ignore[attr-defined]
         for a in b.arrivers:
-            i = at.get((a.site.line, a.site.instruction))
+            i = k.stmt_of(a.site)
             p = k.threads(i) if i is not None else None
             if i is not None and p is not None and a.arrivals:
                 arrivals.append((n, i, frozenset(t // 32 for t in p), a.arrivals))
@@ -232,3 +231,86 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                  "role can move (deadlock on the first trip). The role that fills a stage first waits on its "
                  "'empty' barrier with parity 1 on the first pass (phase ^ 1): check the first wait's parity",
                  Basis.EVIDENCE, stuck[0][4].site.line)]  # type: ignore[attr-defined]
+
+
+def _param_of(k: _Kernel, op: str, depth: int = 0) -> int | None:
+    """N when register `op` holds the address of the kernel's parameter N (`mov.b64 %rd,
+    kernel_param_N`, `cvta.param`): a tensor map passed by value."""
+    op = op.strip()
+    m = re.fullmatch(r"[\w$.]+_param_(\d+)", op)
+    if m:
+        return int(m.group(1))
+    ds = k.defs.get(op)
+    if depth > 8 or not ds or len(ds) != 1 or ds[0].opcode.split(".")[0] not in ("mov", "cvta") or \
+            len(ds[0].operands) != 2:
+        return None
+    return _param_of(k, ds[0].operands[1], depth + 1)
+
+
+def _tensor_map_param(k: _Kernel, s: Stmt) -> int | None:
+    """The kernel parameter holding the tensor map a bulk tensor copy names: `[map, {coords}]`,
+    the source of a load into shared memory, the destination of a store from it."""
+    if not s.opcode.startswith("cp.async.bulk.tensor") or len(s.operands) < 2:
+        return None
+    operand = s.operands[0 if ".global.shared" in s.opcode else 1]
+    return _param_of(k, operand.strip("[]").split(",")[0])
+
+
+def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] | None) -> list[Flag]:
+    """Flag 8: per barrier and role, the bytes one phase expects (`expect_tx`) against the
+    bytes its copies deliver: a plain bulk copy's size operand, a tensor copy's box from the
+    compiler's metadata (`boxes`, the tensor maps in parameter order). Fewer bytes delivered
+    than expected: the phase never completes (a hang); more: it completes before its data
+    lands. Checked only where every site's threads are derived and every amount is known
+    (or both sides are the same register); else said in the notes."""
+    stmts = k.stmts
+    maps = sorted({p for s in stmts if (p := _tensor_map_param(k, s)) is not None})
+    box_of = dict(zip(maps, boxes)) if boxes and len(boxes) == len(maps) else {}
+    out: list[Flag] = []
+    unknown = 0
+    for b in barriers:
+        by_role: dict[str, tuple[list, list]] = {}
+        for a in b.arrivers:
+            if a.kind in ("arrive.expect_tx", "complete_tx"):
+                by_role.setdefault(a.site.role, ([], []))[a.kind == "complete_tx"].append(a)
+        for role, (expects, copies) in by_role.items():
+            if not expects or not copies:
+                continue
+            amounts: list[list] = [[], []]
+            for side, sites in enumerate((expects, copies)):
+                for a in sites:
+                    i = k.stmt_of(a.site)
+                    if i is None or k.threads(i) is None:
+                        amounts[side].append(None)
+                        continue
+                    s = stmts[i]
+                    if side == 1 and ".tensor" in s.opcode:
+                        p = _tensor_map_param(k, s)
+                        amounts[side].append(box_of.get(p) if p is not None else None)
+                        continue
+                    op = s.operands[2] if len(s.operands) > 2 else None
+                    f = k.value(op) if op else None
+                    v = f(0) if f else None
+                    amounts[side].append(v if v is not None else ("reg", op.strip()) if op else None)
+            if any(x is None for x in amounts[0] + amounts[1]):
+                unknown += 1
+                continue
+            if all(isinstance(x, int) for x in amounts[0] + amounts[1]):
+                want, got = sum(amounts[0]), sum(amounts[1])
+            elif sorted(map(str, amounts[0])) == sorted(map(str, amounts[1])):
+                continue  # the same registers on both sides: equal by construction
+            else:
+                unknown += 1
+                continue
+            if want != got:
+                lines = ", ".join(sorted({_where(a.site) for a in expects + copies})[:6])
+                out.append(Flag(8, FLAG_NAMES[8], f"{b.name}: {role} expects {want} bytes a phase (expect_tx) but its "
+                                f"copies deliver {got} ({lines}): "
+                                + ("the phase never completes (deadlock)" if got < want else
+                                   "the phase completes before all its data has landed")
+                                + f"; expect_tx {got}", Basis.EVIDENCE, expects[0].site.line))
+    if unknown:
+        k.notes.append(Item("handoff.tx", f"{unknown} barrier role(s) whose copied bytes are not known (a tensor "
+                            "copy's box is in its tensor map, not in the PTX; Triton's .json beside the PTX gives "
+                            "it): expect_tx not checked there", Basis.ASSUMPTION))
+    return out

@@ -78,19 +78,19 @@ def expected_catalog() -> dict[str, dict[str, str | None]]:
     return _catalogs()[1]
 
 
-def schema_complete(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the store already holds every table and view of schema.sql as wsperf defines
-    them (after `check_catalog`: nothing else is there), so that opening it needs to write
-    nothing: a command that only reads, or fails before it writes, leaves the file as it was."""
+def schema_complete(found: dict[str, dict[str, str | None]]) -> bool:
+    """Whether a store's catalog (`check_catalog`'s: nothing else is there) already holds
+    every table and view of schema.sql as wsperf defines them, so that opening it needs to
+    write nothing: a command that only reads, or fails before it writes, leaves the file as
+    it was."""
     want = _catalogs()[0]
-    found = catalog(con)
     return all(found[kind].get(name, object()) == d for kind in ("table", "view") for name, d in want[kind].items())
 
 
-def foreign_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """What the store holds that wsperf did not define, one phrase each ([] when all is ours)."""
+def foreign_objects(found: dict[str, dict[str, str | None]]) -> list[str]:
+    """What a store's catalog holds that wsperf did not define, one phrase each ([] when
+    all is ours)."""
     expected = expected_catalog()
-    found = catalog(con)
     other = {"table": expected["view"], "view": expected["table"]}  # a view where wsperf has a table, ...
     odd: list[str] = []
     for kind, objects in found.items():
@@ -106,16 +106,19 @@ def foreign_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
     return odd
 
 
-def check_catalog(con: duckdb.DuckDBPyConnection, where: object) -> None:
-    """StoreError when the store holds anything wsperf did not define (see the module)."""
+def check_catalog(con: duckdb.DuckDBPyConnection, where: object) -> dict[str, dict[str, str | None]]:
+    """The store's catalog; StoreError when it holds anything wsperf did not define (see the
+    module)."""
     try:
-        odd = foreign_objects(con)
+        found = catalog(con)
     except duckdb.Error as e:
         text = str(e).strip()
         raise StoreError(f"{where}: cannot be read as a store ({text.splitlines()[0] if text else type(e).__name__}); "
                          "the file is damaged or truncated: restore it, or load the reports into a new store "
                          "file") from None
+    odd = foreign_objects(found)
     if odd:
         shown = "; ".join(odd[:4]) + (f"; and {len(odd) - 4} more" if len(odd) > 4 else "")
         raise StoreError(f"{where}: holds SQL objects wsperf did not write ({shown}); a store runs no SQL of "
                          "its own: load the reports into a new store file")
+    return found

@@ -288,10 +288,9 @@ def _apply_schema(con: duckdb.DuckDBPyConnection, where: object, *, in_memory: b
     # anything but a wsperf store of this layout is refused as it is.
     try:
         if not in_memory:
-            _check_owner(con, where)
-            if schema_complete(con) and con.execute(
-                    "SELECT count(*) FROM wsperf_meta WHERE key = 'schema_version'").fetchone()[0]:
-                return  # a store of this layout, whole: opening it writes nothing (checked by _check_owner)
+            found = _check_owner(con, where)
+            if found is not None and schema_complete(found):
+                return  # a store of this layout (_check_version), whole: opening it writes nothing
         con.execute(schema_sql())
         con.execute("INSERT OR IGNORE INTO wsperf_meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     except duckdb.IOException as e:
@@ -306,10 +305,11 @@ def _apply_schema(con: duckdb.DuckDBPyConnection, where: object, *, in_memory: b
     _check_version(con, where)
 
 
-def _check_owner(con: duckdb.DuckDBPyConnection, where: object) -> None:
+def _check_owner(con: duckdb.DuckDBPyConnection, where: object) -> dict | None:
     """Refuse a database that is not an empty one or a wsperf store of this layout: one
     of another program (tables, views, sequences or macros, in any schema, and no
-    wsperf_meta) or a wsperf store of another layout. Reads only."""
+    wsperf_meta) or a wsperf store of another layout. Reads only. The catalog of a store
+    of this layout (collectors/catalog.py); None for an empty database."""
     objects = con.execute("""
         SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE database_name = current_database()
         UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views()
@@ -321,12 +321,12 @@ def _check_owner(con: duckdb.DuckDBPyConnection, where: object) -> None:
         ORDER BY 1""").fetchall()
     names = [r[0] for r in objects]
     if not names:
-        return  # an empty database: a new store
+        return None  # an empty database: a new store
     if "main.wsperf_meta" not in names:
         raise StoreError(f"{where}: is a DuckDB database but not a wsperf store (it holds "
                          f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}); give a new file name")
     _check_version(con, where)
-    check_catalog(con, where)
+    return check_catalog(con, where)
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, where: object) -> None:
