@@ -3,7 +3,7 @@
 Per kernel (`.entry`): roles (branches on %tid.x-derived warp/warpgroup/lane conditions
 and elect.sync, named by what they contain), storage (.shared buffers, tensor memory),
 handoffs (every mbarrier: init count, who arrives, who waits, fences) and lifetimes, and
-the known mistakes visible statically (`Flag`, codes 1-5). Items reuse the correctness
+the known mistakes visible statically (`Flag`, codes 1-9, `FLAG_NAMES`). Items reuse the correctness
 worksheet's `Item` / `Basis`: `evidence` is read from the PTX, `assumption` is inferred.
 
 How populations are derived: each register defined once from %tid.x by mov / shr / shl /
@@ -38,8 +38,9 @@ from pathlib import Path
 from wsperf.analyses.correctness import Basis, Item
 from wsperf.analyses.sql import check_kernel_regex, matching
 from wsperf.analyses.worksheet_eval import _Kernel, _warps
-from wsperf.analyses.worksheet_flags import (_flag_counts, _flag_cta_barrier, _flag_init_in_role,
-                                             _flag_phase_order, _flag_proxy_fence, _flag_tx_bytes)
+from wsperf.analyses.worksheet_flags import (_flag_cluster_init, _flag_counts, _flag_cta_barrier,
+                                             _flag_init_in_role, _flag_phase_order, _flag_proxy_fence,
+                                             _flag_tx_bytes)
 from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Arrive, Barrier, Flag, KernelSheet,
                                              Site, Wait, Worksheet, _fmt, _local)
 from wsperf.collectors.errors import InputError
@@ -245,6 +246,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
     flags += _flag_proxy_fence(k, stmts)
     flags += _flag_phase_order(k, barriers)
     flags += _flag_tx_bytes(k, barriers, boxes)
+    flags += _flag_cluster_init(k, stmts, barriers)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
                        tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines(),
                        _unchecked(k, barriers))
@@ -285,7 +287,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     of its symbol's barriers (`decided` False). Groups of one symbol that look alike
     (same counts, same arrivers and waiters) are shown as one."""
     stmts = k.stmts
-    resolved: list[tuple[str, int, str, str | None, frozenset | None]] = []
+    resolved: list[tuple[str, int, str, str | None, frozenset | None, tuple | None]] = []
     inits: dict[str, set[int]] = {}  # the offsets of every init whose address is decided
     early: dict[int, tuple[str, frozenset]] = {}  # inits through a loop's pointer before the loop runs
     for kind, i, op in ops:
@@ -295,6 +297,14 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         if v is not None and v[0] is not None and v[1] is not None:
             inits.setdefault(v[0], set()).update(v[1])
     for kind, i, op in ops:
+        peer = k.peer_address(op) if kind != "init" else None
+        if peer is not None:
+            # the barrier at the same offset in a peer CTA: read as the local one it maps
+            op = peer[0]
+            if not peer[2]:
+                k.notes.append(Item("handoff.count", f"line {stmts[i].line}: remote operation through mapa on "
+                                    f"{peer[1]}: which CTAs' barriers get its arrivals is not derived from the PTX: "
+                                    "counts not checked there", Basis.ASSUMPTION))
         v = early.get(i) or k.vals(op)
         ring = _ring(k, op, inits) if v is None or v[0] is None or v[1] is None else None
         # a symbol known but its slot not: the ring only when it is part of the symbol's barriers
@@ -308,12 +318,12 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             name = op.strip("[] ")
             k.notes.append(Item("handoff.barrier", f"line {stmts[i].line}: address {name} does not resolve to a "
                                 ".shared symbol: kept as written", Basis.ASSUMPTION))
-            resolved.append((kind, i, op, None, None))
+            resolved.append((kind, i, op, None, None, peer))
         else:
-            resolved.append((kind, i, op, v[0], v[1]))
+            resolved.append((kind, i, op, v[0], v[1], peer))
     keys: dict[str, set[int]] = {}
     opaque: set[str] = set()  # a symbol with an init whose offset is not decided: one group for all of it
-    for kind, _, _, sym, offs in resolved:
+    for kind, _, _, sym, offs, _ in resolved:
         if sym is not None and kind == "init":
             if offs is None:
                 opaque.add(sym)
@@ -328,7 +338,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
 
     cands: list[list[tuple]] = []
     undecided: dict[str, list[int]] = {}
-    for kind, i, op, sym, offs in resolved:
+    for kind, i, op, sym, offs, _ in resolved:
         if sym is None:
             c = [("raw", op.strip("[] "))]
         elif offs is None or sym in opaque:
@@ -341,12 +351,14 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         find(c[0])
         cands.append(c)
     groups: dict[tuple, dict] = {}
-    for (kind, i, op, sym, offs), c in zip(resolved, cands):
+    for (kind, i, op, sym, offs, peer), c in zip(resolved, cands):
         g = groups.setdefault(find(c[0]), {"sym": sym, "slots": set(), "inits": [], "arr": [], "wait": [],
                                            "inval": []})
         g["slots"].update(x[1] for x in c if x[0] != "raw" and x[1] is not None)
-        addr = _fmt(sym, offs) if sym else op.strip("[] ")
+        addr = (_fmt(sym, offs) if sym else op.strip("[] ")) + (f" in CTA {peer[1]} (mapa)" if peer else "")
         s = stmts[i]
+        if ".multicast" in s.opcode:
+            addr += " in every CTA of its mask (multicast)"
         if kind == "init":
             cnt = k.value(s.operands[1]) if len(s.operands) > 1 else None
             g["inits"].append((site(i, addr), cnt(0) if cnt else None))
@@ -356,7 +368,12 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         elif kind == "inval":
             g["inval"].append(site(i, addr))
         else:
-            g["arr"].append(_arrive(k, i, site(i, addr)))
+            a = _arrive(k, i, site(i, addr))
+            if peer is not None:
+                # what this CTA's role sends a peer is, CTAs paired by rank ^ C, what each
+                # CTA's barrier gets from its peer's same role
+                a = Arrive(a.site, f"remote {a.kind}", a.arrivals if peer[2] else None, a.tx_bytes)
+            g["arr"].append(a)
     # one entry per look-alike group of a symbol
     merged: dict[tuple, dict] = {}
     for g in groups.values():

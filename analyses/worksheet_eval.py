@@ -142,7 +142,7 @@ class _Kernel:
                 return lambda t: None if a(t) else 0
         if base == "setp" and len(args) == 2 and all(args):
             cmp = s.opcode.split(".")[1]
-            a, b = args
+            a, b = _compared(s.opcode, args[0], args[1])
             f = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
                  "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
                  "lo": lambda x, y: x < y, "ls": lambda x, y: x <= y, "hi": lambda x, y: x > y,
@@ -301,6 +301,11 @@ class _Kernel:
         self._busy.add(op)
         try:
             ds = self.defs[op]
+            wraps = [w for s in ds if s.opcode.startswith("selp") and len(s.operands) == 4
+                     and (w := self._wrapped(op, s, depth)) is not None]
+            if wraps:
+                self._vals[op] = (None, wraps[0])
+                return self._vals[op]
             loop = [s for s in ds if op in s.operands[1:]]
             init = [self._val_def(s, depth + 1) for s in ds if s not in loop]
             res = _union(init) if init else None
@@ -316,6 +321,12 @@ class _Kernel:
         base = s.opcode.split(".")[0]
         ops = s.operands[1:]
         if base in ("mov", "cvt", "cvta") and len(ops) == 1:
+            return self.vals(ops[0], depth)
+        if base == "shfl" and ".idx" in s.opcode and ops:
+            # one lane's value broadcast to its warp: CuTe makes the shared base warp-uniform
+            # this way (`shfl.sync.idx.b32 %r1, %r9, 0, 31, -1` of `mov %r9, smem`). A
+            # symbol's address is the same in every lane; a set of values still holds the
+            # one broadcast
             return self.vals(ops[0], depth)
         if base == "selp" and len(ops) == 3:
             return _union([self.vals(ops[0], depth), self.vals(ops[1], depth)])
@@ -365,6 +376,59 @@ class _Kernel:
              "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y, "min": min, "max": max,
              "rem": lambda x, y: x % y if y else 0, "div": lambda x, y: x // y if y else 0}.get(base)
         return _combine(None, a[1], b[1], f) if f else None
+
+    def _wrapped(self, op: str, s: Stmt, depth: int) -> frozenset | None:
+        """The values of a stage counter that wraps: `n = op + c; op = (n == N) ? 0 : n`
+        (`setp.eq p, n, N; selp op, 0, n, p`, as CuTe DSL and nvcc step a ring's stage), with
+        every other definition of `op` a constant: its start, start + c, ... below N, and
+        the value it wraps to."""
+        ops = s.operands[1:]
+        flag = self.defs.get(ops[2], [])
+        if len(flag) != 1 or not flag[0].opcode.startswith("setp.") or len(flag[0].operands) != 3:
+            return None
+        cmp, (x, y) = flag[0].opcode.split(".")[1], flag[0].operands[1:]
+        # the value chosen when the counter reaches N, and the one chosen otherwise
+        reset, nxt = (ops[0], ops[1]) if cmp == "eq" else (ops[1], ops[0]) if cmp == "ne" else (None, None)
+        if nxt is None or nxt not in (x, y):
+            return None
+        limit = self.vals(y if nxt == x else x, depth + 1)
+        back = self.vals(reset, depth + 1)  # type: ignore[arg-type]
+        step_def = self.defs.get(nxt, [])
+        if len(step_def) != 1 or step_def[0].opcode.split(".")[0] != "add" or op not in step_def[0].operands[1:]:
+            return None
+        c = self.vals(next((o for o in step_def[0].operands[1:] if o != op), op), depth + 1)
+        starts = [self._start(d, s, depth) for d in self.defs.get(op, []) if d is not s
+                  and d.opcode.split(".")[0] == "mov" and len(d.operands) == 2]
+        if len(starts) + 1 != len(self.defs.get(op, [])):
+            return None
+        known = [limit, back, c] + starts
+        if any(v is None or v[0] is not None or v[1] is None or len(v[1]) != 1 for v in known):
+            return None
+        n, r, step = (next(iter(v[1])) for v in (limit, back, c))  # type: ignore[index]
+        if step <= 0 or not 0 < n <= _MAX_VALUES:
+            return None
+        out = {r}
+        for v in starts:
+            out |= set(range(next(iter(v[1])), n, step))  # type: ignore[index]
+        return frozenset(out) if all(0 <= x < n for x in out) else None
+
+    def _start(self, d: Stmt, wrap: Stmt, depth: int) -> Val:
+        """What `mov op, src` before a loop gives `op` (the wrap `wrap` is its update): a
+        constant, or a counter's first value when the copy runs before the loop (the loop
+        cannot come back to it) and before the counter is ever stepped (CuTe DSL starts the
+        stage at the phase counter's 0: `mov %r104, %r103`)."""
+        src = d.operands[1]
+        v = self.vals(src, depth + 1)
+        if v is not None and v[0] is None and v[1] is not None:
+            return v
+        at = self.block_of[self.index[id(d)]]
+        if at in self.reach(self.block_of[self.index[id(wrap)]], set()):
+            return None
+        if any(at in self.reach(self.block_of[self.index[id(u)]], set()) for u in self.defs.get(src, ())
+               if src in u.operands[1:]):
+            return None
+        first = self.first_value(src)
+        return None if first is None else (None, frozenset({first}))
 
     def _induction(self, op: str, init: tuple[str | None, frozenset], loop: list[Stmt], depth: int) -> Val:
         """`op` = init, then `op += step` once per trip: its values over the trips, when a
@@ -599,6 +663,45 @@ class _Kernel:
         self._dom = dom
         return dom
 
+    def peer_address(self, op: str) -> tuple[str, str, bool] | None:
+        """(the CTA-local address, the target rank as the PTX computes it, whether every CTA
+        is the target of exactly one other) when `op` is `mapa.shared::cluster` of a local
+        shared address: the barrier at the same offset in another CTA of the cluster (a
+        remote arrive on a peer's `empty`). `%cluster_ctarank ^ C` (C != 0) pairs the CTAs
+        up, so each CTA's barrier gets from its peer what this CTA sends; a constant rank
+        or anything else sends every CTA's arrivals to one CTA, or to CTAs the PTX does
+        not decide."""
+        op = op.strip().strip("[]").strip()
+        m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
+        base, off = (m.group(1), int(m.group(2))) if m else (op, 0)
+        ds = self.defs.get(base, ())
+        if len(ds) != 1 or not ds[0].opcode.startswith("mapa") or len(ds[0].operands) != 3:
+            return None
+        src, rank = ds[0].operands[1], ds[0].operands[2]
+        local = f"{src}+{off}" if off else src
+        what, pairs = self._rank_expr(rank)
+        return local, what, pairs
+
+    def _rank_expr(self, op: str, depth: int = 0) -> tuple[str, bool]:
+        """How a mapa's target rank is computed, and whether it is `rank ^ C` (C != 0)."""
+        op = op.strip()
+        if op == "%cluster_ctarank":
+            return "rank", False
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
+            return f"CTA {int(op, 0)}", False
+        ds = self.defs.get(op, ())
+        if depth > 8 or len(ds) != 1:
+            return op, False
+        d = ds[0]
+        base = d.opcode.split(".")[0]
+        if base in ("mov", "cvt") and len(d.operands) == 2:
+            return self._rank_expr(d.operands[1], depth + 1)
+        if base == "xor" and len(d.operands) == 3:
+            for x, c in ((d.operands[1], d.operands[2]), (d.operands[2], d.operands[1])):
+                if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", c) and self._rank_expr(x, depth + 1)[0] == "rank":
+                    return f"rank ^ {int(c, 0)}", int(c, 0) != 0
+        return op, False
+
     def sym_of(self, op: str) -> str | None:
         v = self.vals(op)
         return v[0] if v else None
@@ -745,6 +848,17 @@ class _Kernel:
                 return None if not s.opcode.startswith("bra") else p
             p = frozenset(t for t in p if _holds(f(t), s.negated) is not False)
         return p
+
+
+def _compared(opcode: str, a: Fn, b: Fn) -> tuple[Fn, Fn]:
+    """The two sides of a `setp` as its type reads them: an unsigned compare of a value
+    that went negative (`warp - 1 > 3` as .u32, CuTe's range test of a warp index) sees it
+    wrapped modulo 2^width."""
+    m = re.search(r"\.u(8|16|32|64)$", opcode)
+    if not m:
+        return a, b
+    mask = (1 << int(m.group(1))) - 1
+    return (lambda t: None if (x := a(t)) is None else x & mask), (lambda t: None if (y := b(t)) is None else y & mask)
 
 
 def _holds(v: int | None, negated: bool) -> bool | None:

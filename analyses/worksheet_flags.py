@@ -1,9 +1,10 @@
-"""The mistakes a worksheet flags statically (codes 1-8, `FLAG_NAMES`): an mbarrier
+"""The mistakes a worksheet flags statically (codes 1-9, `FLAG_NAMES`): an mbarrier
 initialized inside a role, arrival counts that do not match the init count, a CTA
 barrier inside one role's branch, tensor memory not freed, a generic-proxy store read
 by the async proxy without fence.proxy.async, tensor memory freed twice (in
 worksheet.py, beside the lifetime items), a deadlock in the order of phases, expected
-bytes that the copies do not deliver."""
+bytes that the copies do not deliver, an init that peer CTAs of a cluster signal before
+a cluster barrier has made it visible to them."""
 
 from __future__ import annotations
 
@@ -21,10 +22,35 @@ def _is_cta_barrier(s: Stmt) -> bool:
         len(s.operands) == 1 and s.operands[0] == "0"
 
 
+def _everyone(k: _Kernel, i: int) -> bool:
+    p = k.pop[k.block_of[i]]
+    return p is not None and len(p) == k.n
+
+
+def _cluster_waits(k: _Kernel, stmts: list[Stmt]) -> set[int]:
+    """Blocks of a `barrier.cluster.wait` that every thread of the CTA reaches, whose
+    arrive releases what came before it: `barrier.cluster.arrive` (release by default), or
+    `.relaxed` after a `fence.mbarrier_init` (which orders the inits before a relaxed
+    arrive; CuTe DSL and CUTLASS pair them). Past one, every thread of the cluster has
+    arrived, so the inits before its arrive are visible cluster-wide."""
+    out = set()
+    for i, s in enumerate(stmts):
+        if not s.opcode.startswith("barrier.cluster.wait") or not _everyone(k, i):
+            continue
+        arrive = next((j for j in range(i - 1, -1, -1) if stmts[j].opcode.startswith("barrier.cluster.arrive")), None)
+        if arrive is None:
+            continue
+        if ".relaxed" not in stmts[arrive].opcode or any(x.opcode.startswith("fence.mbarrier_init")
+                                                          for x in stmts[:arrive]):
+            out.add(k.block_of[i])
+    return out
+
+
 def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
     out = []
-    cta_blocks = {k.block_of[i] for i, s in enumerate(stmts) if _is_cta_barrier(s) and k.pop[k.block_of[i]] is not
-                  None and len(k.pop[k.block_of[i]]) == k.n}
+    # a CTA barrier all threads reach, or a cluster barrier (which every thread of the CTA meets too)
+    cta_blocks = {k.block_of[i] for i, s in enumerate(stmts) if _is_cta_barrier(s) and _everyone(k, i)}
+    cta_blocks |= _cluster_waits(k, stmts)
     for i, s in enumerate(stmts):
         if not s.opcode.startswith("mbarrier.init"):
             continue
@@ -57,6 +83,9 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     as one arrival per executing thread per phase."""
     out = []
     partial_elect = not all(k.elect.values())
+    # an arrive whose address does not resolve may land on any barrier: too few arrivals
+    # is then what the sheet could see, not what the barrier gets
+    stray = [a for b in barriers if not b.inits and b.name.startswith("%") for a in b.arrivers if a.arrivals]
     for b in barriers:
         counts = {c for _, c in b.inits}
         if not b.inits or not b.arrivers or None in counts:
@@ -81,7 +110,7 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
             who = "; ".join(sorted({f"{a.kind} by {a.site.role}, {a.site.threads} thread(s)" for a in b.arrivers
                                     if a.arrivals}))
             lines = ", ".join(sorted({_where(a.site) for a in b.arrivers if a.arrivals})[:6])
-            basis = Basis.ASSUMPTION if partial_elect else Basis.EVIDENCE
+            basis = Basis.ASSUMPTION if partial_elect or (stray and total < count) else Basis.EVIDENCE
             out.append(Flag(2, FLAG_NAMES[2], f"{b.name}: mbarrier.init count {count} (line {b.inits[0][0].line}) but "
                             f"{total} arrival(s) per phase ({who}; {lines}): a phase "
                             + ("never completes (deadlock)" if total < count else "completes early")
@@ -271,8 +300,8 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
     for b in barriers:
         by_role: dict[str, tuple[list, list]] = {}
         for a in b.arrivers:
-            if a.kind in ("arrive.expect_tx", "complete_tx"):
-                by_role.setdefault(a.site.role, ([], []))[a.kind == "complete_tx"].append(a)
+            if a.kind.removeprefix("remote ") in ("arrive.expect_tx", "complete_tx"):
+                by_role.setdefault(a.site.role, ([], []))[a.kind.endswith("complete_tx")].append(a)
         for role, (expects, copies) in by_role.items():
             if not expects or not copies:
                 continue
@@ -284,6 +313,10 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
                         amounts[side].append(None)
                         continue
                     s = stmts[i]
+                    if ".multicast" in s.opcode or a.kind.startswith("remote "):
+                        # bytes land in, and expectations go to, other CTAs too: not summed here
+                        amounts[side].append(None)
+                        continue
                     if side == 1 and ".tensor" in s.opcode:
                         p = _tensor_map_param(k, s)
                         amounts[side].append(box_of.get(p) if p is not None else None)
@@ -314,3 +347,66 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
                             "copy's box is in its tensor map, not in the PTX; Triton's .json beside the PTX gives "
                             "it): expect_tx not checked there", Basis.ASSUMPTION))
     return out
+
+
+def _from_peers(b: Barrier) -> bool:
+    """Whether another CTA of the cluster signals `b`: a remote arrive on it (mapa), or a
+    multicast copy, which completes on the barrier at its offset in every CTA of its mask."""
+    return any(a.kind.startswith("remote ") or ".multicast" in a.site.instruction for a in b.arrivers)
+
+
+def _flag_cluster_init(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 9: a barrier that peer CTAs signal (a remote arrive through mapa, a multicast
+    copy completing on it) with no cluster barrier between its init and the peers' first
+    signal. A CTA barrier orders the init for this CTA's threads only: the peer runs the
+    same code and can reach its remote arrive or multicast before this CTA has run its
+    init. Each CTA runs the PTX read here, so the peer's signal is this kernel's remote
+    operation; it is safe only past a cluster wait (`_cluster_waits`). Evidence when
+    nothing else can hold the peer back: no wait dominates the operation that on its
+    first trip needs a phase signalled from another CTA (such a chain might order it; then
+    the flag is an assumption)."""
+    if not k.n:
+        return []
+    cwait = _cluster_waits(k, stmts)
+    free = k.reach(0, cwait)  # blocks a thread can reach with no cluster barrier behind it
+    dom = k.dominators()
+    peer_fed = [b for b in barriers if _from_peers(b)]
+    hits: list[tuple[Barrier, object, bool]] = []  # (barrier, its remote op, ordered through a peer)
+    for b in peer_fed:
+        if not b.inits:
+            continue
+        for a in b.arrivers:
+            if not (a.kind.startswith("remote ") or ".multicast" in a.site.instruction):
+                continue
+            i = k.stmt_of(a.site)
+            if i is None or k.block_of[i] not in free:
+                continue
+            p = k.threads(i)
+            warps = {t // 32 for t in p} if p is not None else set()
+            chained = False
+            for o in peer_fed:
+                for w in o.waiters:
+                    j = k.stmt_of(w.site)
+                    q = k.threads(j) if j is not None else None
+                    if j is None or q is None or not warps & {t // 32 for t in q}:
+                        continue
+                    if k.block_of[j] in dom[k.block_of[i]] and (k.block_of[j] != k.block_of[i] or j < i) and \
+                            (not w.parity or k.first_value(w.parity) != 1):
+                        chained = True
+            hits.append((b, a, chained))
+    if not hits:
+        return []
+    hits.sort(key=lambda h: (h[2], h[1].site.line))  # type: ignore[attr-defined]
+    b, a, chained = hits[0]
+    init = min(s.line for s, _ in b.inits)
+    cta = sorted(s.line for s in stmts if _is_cta_barrier(s) and s.line > init)
+    between = f"only a CTA barrier (line {cta[0]}) follows it" if cta else "no cluster barrier follows it"
+    ops = "; ".join(f"{'multicast copy completing on' if '.multicast' in x.site.instruction else x.kind + ' on'} "
+                    f"{y.name} by {x.site.role} at line {x.site.line}" for y, x, _ in hits[:3])  # type: ignore
+    return [Flag(9, FLAG_NAMES[9], f"{b.name}: mbarrier.init (line {init}) is signalled by the other CTAs of the "
+                 f"cluster, but {between} before their first signal ({ops}): a peer CTA runs this code too and can "
+                 "arrive on, or complete bytes on, a barrier this CTA has not initialized yet"
+                 + (" (unless a wait before it, on a barrier fed by a peer, holds it back)" if chained else "")
+                 + ". After the inits: fence.mbarrier_init.release.cluster, then barrier.cluster.arrive.relaxed + "
+                 "barrier.cluster.wait in every thread, before the first remote arrive or multicast",
+                 Basis.ASSUMPTION if chained else Basis.EVIDENCE, init)]

@@ -20,7 +20,7 @@ _ARRIVE = ("mbarrier.arrive", "mbarrier.arrive_drop")
 _WAIT = ("mbarrier.try_wait", "mbarrier.test_wait")
 FLAG_NAMES = {1: "init-in-role", 2: "init-count", 3: "cta-barrier-in-role", 4: "tmem-not-freed",
               5: "missing-proxy-fence", 6: "tmem-freed-twice", 7: "phase-deadlock",
-              8: "tx-bytes"}
+              8: "tx-bytes", 9: "init-not-cluster-visible"}
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,9 @@ class Site:
 @dataclass(frozen=True)
 class Arrive:
     site: Site
-    kind: str  # arrive | arrive.expect_tx | complete_tx | tcgen05.commit | cp.async.mbarrier.arrive
+    # arrive | arrive.expect_tx | complete_tx | tcgen05.commit | cp.async.mbarrier.arrive, or
+    # `remote <kind>` on a peer CTA's barrier through mapa
+    kind: str
     arrivals: int | None  # arrivals it adds per phase (threads x 1; 0 for complete_tx)
     tx_bytes: str | None
 
@@ -120,12 +122,12 @@ def _local(sym: str) -> str:
 
 def phase_arrivals(b: Barrier) -> dict[tuple, int | None]:
     """The arrivals one phase of `b` gets, per arrival pattern (role, threads, whether a
-    tcgen05.commit): the sites of one role on one barrier (an unrolled copy and the loop it
-    came from, the slots of a ring) count once per executing thread per phase. complete_tx
-    adds none; None: not derived."""
+    tcgen05.commit, whether from a peer CTA): the sites of one role on one barrier (an
+    unrolled copy and the loop it came from, the slots of a ring) count once per executing
+    thread per phase. complete_tx adds none; None: not derived."""
     pops: dict[tuple, int | None] = {}
     for a in b.arrivers:
         if a.arrivals == 0:
             continue
-        pops[(a.site.role, a.site.threads, a.kind == "tcgen05.commit")] = a.arrivals
+        pops[(a.site.role, a.site.threads, a.kind == "tcgen05.commit", a.kind.startswith("remote "))] = a.arrivals
     return pops

@@ -1,7 +1,7 @@
-"""The worksheet on what the compilers emit: PTX that Gluon (Triton 3.6), TVM TIRx and
-Triton's own warp specialization generated from kernels written here (fixtures/src/gluon,
-fixtures/src/tirx, fixtures/src/triton_ws_matmul.py; each README states the design's
-truth). Correct kernels raise no evidence flag and get their partitions named; each planted
+"""The worksheet on what the compilers emit: PTX that Gluon (Triton 3.6), TVM TIRx, CuTe DSL
+(4.8) and Triton's own warp specialization generated from kernels written here
+(fixtures/src/gluon, fixtures/src/tirx, fixtures/src/cute, fixtures/src/triton_ws_matmul.py;
+each README states the design's truth). Correct kernels raise no evidence flag and get their partitions named; each planted
 bug is flagged with its cause."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ CUBINS = ROOT / "fixtures" / "cubins"
 
 # Every PTX fixture of a kernel that is correct by design (the planted ones are not here).
 CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx", "triton_ws_matmul.ptx",
-           "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx"]
+           "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "cute_ws_ring.ptx", "cute_ws_ring_cluster.ptx"]
 
 
 def _sheet(name: str):
@@ -162,3 +162,89 @@ def test_the_worksheet_needs_the_metadata_beside_the_ptx_to_check_bytes(tmp_path
     shutil.copy(PTX / "gluon_ws_gemm_tx.ptx", tmp_path / "k.ptx")  # no k.json beside it
     (k,) = worksheet([tmp_path / "k.ptx"]).kernels
     assert not [f for f in k.flags if f.code == 8] and any("expect_tx not checked" in u for u in k.unchecked)
+
+
+# CuTe DSL's ring (fixtures/src/cute/README.md): full[4] at +0..24, empty[4] at +32..56, done at +64
+# of the dynamic buffer, whose base CuTe makes warp-uniform (shfl.sync.idx of `mov %r, smem`)
+CUTE_FULL, CUTE_EMPTY, CUTE_DONE = ("__dynamic_shmem__0+{0,8,16,24}", "__dynamic_shmem__0+{32,40,48,56}",
+                                    "__dynamic_shmem__0+64")
+
+
+@pytest.mark.parametrize("name", ["cute_ws_ring.ptx", "cute_ws_ring_cluster.ptx"])
+def test_cute_roles_and_stage_barriers_resolve(name):
+    k = _sheet(name)
+    assert k.flags == ()
+    # the warp index through shfl.sync.idx; consumers `warp - 1 <= 3` as an unsigned compare
+    assert sorted(_roles(k)) == ["consumer (warps 1-4)", "epilogue (warp 5)", "producer (warp 0)"]
+    assert all(r.basis is Basis.EVIDENCE for r in k.roles)
+    names = {b.name: b for b in k.barriers}
+    assert set(names) == {CUTE_FULL, CUTE_EMPTY, CUTE_DONE}  # nothing left as a register
+    full, empty, done = names[CUTE_FULL], names[CUTE_EMPTY], names[CUTE_DONE]
+    # the stage index `s = s + 1 == 4 ? 0 : s + 1` takes 4 values; the inits give the counts
+    assert {c for _, c in full.inits} == {1} and {c for _, c in done.inits} == {128}
+    assert {(a.kind, a.site.role, a.arrivals) for a in full.arrivers} == {
+        ("arrive.expect_tx", "producer (warp 0)", 1), ("complete_tx", "producer (warp 0)", 0)}
+    assert [w.site.role for w in full.waiters] == ["consumer (warps 1-4)"]
+    assert [w.site.role for w in empty.waiters] == ["producer (warp 0)"]
+    assert {(a.kind, a.site.role, a.arrivals) for a in done.arrivers} == {("arrive", "consumer (warps 1-4)", 128)}
+    assert [(w.site.role, w.parity) for w in done.waiters] == [("epilogue (warp 5)", "0")]
+    # only the copies' bytes are left: CuTe's boxes are in the tensor map, built on the host
+    (left,) = k.unchecked
+    assert "expect_tx not checked" in left
+
+
+def test_cute_empty_ring_counts_one_elected_lane_per_consumer_warp():
+    empty = {b.name: b for b in _sheet("cute_ws_ring.ptx").barriers}[CUTE_EMPTY]
+    # bar.warp.sync, elect.sync, then mbarrier.arrive by the elected lane of each of 4 warps
+    assert {c for _, c in empty.inits} == {4}
+    assert {(a.kind, a.site.role, a.site.threads, a.arrivals) for a in empty.arrivers} == {
+        ("arrive", "consumer (warps 1-4)", 4, 4)}
+
+
+def test_cute_count_bug_is_flagged_with_its_cause():
+    (f,) = _sheet("cute_ws_ring_count.ptx").flags
+    assert (f.code, f.name, f.basis) == (2, "init-count", Basis.EVIDENCE)
+    assert f.text.startswith(CUTE_EMPTY) and "count 128" in f.text and "4 arrival(s) per phase" in f.text
+    assert "never completes" in f.text and "init with 4" in f.text
+
+
+def test_cute_phase_bug_is_flagged_and_the_correct_one_is_not():
+    (f,) = _sheet("cute_ws_ring_phase.ptx").flags
+    assert (f.code, f.name, f.basis) == (7, "phase-deadlock", Basis.EVIDENCE)
+    assert f"producer (warp 0) waits on {CUTE_EMPTY} for parity 0 on its first trip" in f.text
+    assert f"consumer (warps 1-4) waits on {CUTE_FULL} for parity 0" in f.text
+    # the correct producer's first parity is (~phase) & 1 = 1: `not.b32`, `and.b32 ..., 1`
+    assert not [x for x in _sheet("cute_ws_ring.ptx").flags if x.code == 7]
+
+
+def test_cute_cluster_remote_arrives_count_on_each_ctas_empty_barrier():
+    k = _sheet("cute_ws_ring_cluster.ptx")
+    empty = {b.name: b for b in k.barriers}[CUTE_EMPTY]
+    # 4 local elected lanes + the peer's 4 through `mapa ... rank ^ 1`: the init count is 8
+    assert {c for _, c in empty.inits} == {8}
+    assert {(a.kind, a.site.role, a.arrivals) for a in empty.arrivers} == {
+        ("arrive", "consumer (warps 1-4)", 4), ("remote arrive", "consumer (warps 1-4)", 4)}
+    (remote,) = [a for a in empty.arrivers if a.kind == "remote arrive"]
+    assert remote.site.address.endswith("in CTA rank ^ 1 (mapa)")
+    (copy,) = [a for a in {b.name: b for b in k.barriers}[CUTE_FULL].arrivers if a.kind == "complete_tx"]
+    assert "multicast" in copy.site.address
+    # fence.mbarrier_init + barrier.cluster.arrive.relaxed / wait make the inits visible
+    assert not [f for f in k.flags if f.code in (1, 9)]
+
+
+def test_cute_cluster_init_behind_a_cta_barrier_only_is_flagged():
+    (f,) = _sheet("cute_ws_ring_cluster_init.ptx").flags
+    assert (f.code, f.name, f.basis) == (9, "init-not-cluster-visible", Basis.EVIDENCE)
+    assert "only a CTA barrier (line 79)" in f.text
+    # the peer's multicast into this CTA's full[] is what nothing holds back
+    assert f"multicast copy completing on {CUTE_FULL} by producer (warp 0) at line 142" in f.text
+    doc = json.loads(wsperf("worksheet", PTX / "cute_ws_ring_cluster_init.ptx", "--format", "json").stdout)
+    assert [(x["code"], x["basis"]) for x in doc["kernels"][0]["flags"]] == [(9, "evidence")]
+
+
+def test_cute_cubins_hold_the_same_kernels():
+    for name in ("cute_ws_ring", "cute_ws_ring_cluster"):
+        p = wsperf("inspect", CUBINS / f"{name}.sm_90a.cubin", "--format", "json")
+        assert p.returncode == 0, p.stderr
+        (k,) = json.loads(p.stdout)["kernels"]
+        assert k["name"].startswith("kernel_cutlass_ring_kernel") and "tma" in k["families"]["copies"]
