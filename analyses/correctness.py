@@ -212,8 +212,8 @@ def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_fi
             if scope is Scope.FILTER:
                 artifacts.append(f"{f.tool or out.tool or 'initcheck'}: {f.message}"
                                  + (f" ({f.api_call})" if f.api_call else "")
-                                 + f": under --kernel {kernel_filter!r} the kernels left unchecked may have written "
-                                   "this memory")
+                                 + f": under the sanitizer's kernel filter ({kernel_filter}) the kernels left "
+                                   "unchecked may have written this memory")
                 continue
             if f.classification is not None:
                 by_class.setdefault(f.classification, []).append(f)

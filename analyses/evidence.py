@@ -39,6 +39,10 @@ class Verification:
     problems: tuple[str, ...]  # why not, one sentence each, naming the file or run
     tools: tuple[str, ...]  # tools whose whole XML was read
     accepted: tuple[str, ...] = ()  # release classes the user accepted at collect time (--accept-race)
+    # What the sanitizer checked, in a sentence (collectors/scope.py), when not every kernel;
+    # and each tool that failed under the kernel filter and was run again without it.
+    scope: str | None = None
+    retried: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ class Evidence:
     sass: Path | None = None
     bundle: Path | None = None
     verification: Verification | None = None  # None: no bundle given (nothing claimed)
-    kernel_filter: str | None = None  # the bundle's --kernel: what the sanitizer was restricted to
+    kernel_filter: str | None = None  # the regex the sanitizer was restricted to: --kernel's, or the compiled kernels'
     generated: tuple[tuple[str, Path], ...] = field(default_factory=tuple)  # (kind, path) of generated code
     sheets: tuple[GeneratedSheet, ...] = ()  # the handoff worksheet of every kernel in it (analyses/handoffs.py)
     sheet_problems: tuple[str, ...] = ()  # generated files the worksheet could not read
@@ -104,6 +108,8 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
     timelines: list[Path] = []
     bundles = 0
     kernel_filter = None
+    scope = None
+    retried: list[str] = []
     for p in inputs:
         if p.is_dir():
             if not is_bundle(p):
@@ -119,6 +125,12 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
             opts = b.manifest.get("options") if isinstance(b.manifest.get("options"), dict) else {}
             if isinstance(opts.get("kernel"), str) and opts["kernel"]:
                 kernel_filter = opts["kernel"]
+            sc = _scope_of(b.manifest)
+            if sc is not None:
+                kernel_filter = sc.judged or kernel_filter
+                scope = sc.describe() or scope
+            retried += [f"compute-sanitizer --tool {r.tool} {r.note}; it ran again without the filter, checking every "
+                        "kernel" for r in b.runs if r.phase == "sanitizer-attempt" and r.note]
             acc = b.manifest.get("accepted")
             if isinstance(acc, list):
                 accepted += [a for a in acc if isinstance(a, str)]
@@ -146,7 +158,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
     verification = None
     if bundles:
         verification = Verification(not problems, tuple(dict.fromkeys(problems)), tuple(dict.fromkeys(tools)),
-                                    tuple(dict.fromkeys(accepted)))
+                                    tuple(dict.fromkeys(accepted)), scope, tuple(dict.fromkeys(retried)))
     return Evidence(tuple(outputs), tuple(reports), hang, capture, sass, bundle, verification, kernel_filter,
                     tuple(generated), tuple(gs), tuple(sheet_problems), tuple(timelines), repro_failed)
 
@@ -239,6 +251,15 @@ def _load_xml(con: Any, path: Path, tool: str | None, command: str | None, label
     sanitizer = _sanitizer()
     return label, sanitizer.load_sanitizer_xml(con, path, tool=tool if tool in sanitizer.TOOLS else None,
                                                command=command).output
+
+
+def _scope_of(manifest: dict) -> Any:
+    """The manifest's sanitizer scope (collectors/scope.py), or None."""
+    if "scope" not in manifest:
+        return None
+    from wsperf.collectors.scope import SanitizerScope
+
+    return SanitizerScope.from_json(manifest["scope"])
 
 
 def _failed_run(b: Bundle) -> str | None:

@@ -34,6 +34,7 @@ from wsperf.collectors.cubin import Cubin, Disassembly, find_cubins, functions
 from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.files import find_binary
 from wsperf.collectors.sanitizer import Handoff, SanitizerFinding
+from wsperf.collectors.scope import SanitizerScope
 from wsperf.collectors.ptx import parse, read_ptx
 from wsperf.queries import read_query
 
@@ -648,11 +649,15 @@ def evidence_correctness(ev: Any) -> CorrectnessReport:
 
 def release_judge(kernel: str | None, accepted: tuple[str, ...]):
     """collect's judge (collectors/collect.Judge): stop on any error of the user's kernels,
-    unless `accepted_races` excuses them, read from the bundle's generated code."""
+    unless `accepted_races` excuses them, read from the bundle's generated code. The
+    kernels judged are the manifest's scope (--kernel's, or the ones a JIT repro compiled)."""
     def judge(root: Path, outputs: list) -> tuple[bool, list[str]]:
-        generated = generated_files(read_bundle(root))
+        b = read_bundle(root)
+        generated = generated_files(b)
         kept = sheets(generated, root)[0]
-        corr = correctness_report(outputs, kernel, discarded_reads(generated), toolchain_protocol(kept))
+        scope = SanitizerScope.from_json(b.manifest.get("scope"))
+        judged = scope.judged if scope is not None else kernel
+        corr = correctness_report(outputs, judged, discarded_reads(generated), toolchain_protocol(kept))
         if not corr.broken:
             return False, []
         ok = accepted_races(kept, corr, accepted) if accepted else ()

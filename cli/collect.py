@@ -34,15 +34,20 @@ def collect(
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Bundle directory to create (new or empty). "
                                            "Default: ./wsperf-bundle-<time>."),
     kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Check and profile only kernels matching this "
-                                         "regular expression (compute-sanitizer --kernel-name regex=, ncu -k regex:)."),
+                                         "regular expression (compute-sanitizer --kernel-name regex=, ncu -k regex:). "
+                                         "Default: for a Python repro, the kernels it compiled itself (Triton's "
+                                         "cache names them), every launch; else every kernel."),
+    all_kernels: bool = typer.Option(False, "--all-kernels", help="Check every kernel the repro launches, PyTorch's "
+                                     "and the libraries' too (their findings are listed, not judged)."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds each run of the repro may take; longer is a "
                                   "hang (cuda-gdb captures it). ncu gets 4x; a sanitizer run 40x the plain run's "
                                   "time when that is longer (at most 30 min)."),
     tools: str = typer.Option(",".join(SANITIZER_TOOLS), "--tools", help="compute-sanitizer tools to run, "
                               "comma-separated."),
     launch_count: Optional[int] = typer.Option(None, "--launch-count", "-c", help="Kernel launches to check and "
-                                               f"profile. Default: 1 with --kernel, else up to {PROFILE_CAP} "
-                                               "(every kernel the repro launches)."),
+                                               "profile. Default: 1 with --kernel; for a Python repro, every "
+                                               "launch of its own kernels checked and one launch of each profiled; "
+                                               f"else every launch checked and up to {PROFILE_CAP} profiled."),
     no_profile: bool = typer.Option(False, "--no-profile", help="Stop after the sanitizer."),
     source: list[Path] = typer.Option([], "--source", help="Generated code to keep in the bundle for the handoff "
                                       "worksheet (repeatable): .cu, .ptx, .cubin or a fatbin (TVM/TIRx output, a "
@@ -70,6 +75,8 @@ def collect(
                                                                              and launch_count < 1):
             raise InputError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, and "
                              "--launch-count >= 1")
+        if kernel and all_kernels:
+            raise InputError("--kernel and --all-kernels contradict each other: give one")
         bad = [a for a in accept_race if a not in ACCEPTABLE_RACES]
         if bad:
             raise InputError(f"--accept-race {bad[0]!r}: only {', '.join(ACCEPTABLE_RACES)} can be accepted (a "
@@ -79,7 +86,7 @@ def collect(
         opts = CollectOptions(out_dir or Path(f"wsperf-bundle-{time.strftime('%Y%m%d-%H%M%S')}"), timeout,
                               tuple(t.strip() for t in tools.split(",") if t.strip()), kernel, launch_count,
                               not no_profile, tuple(str(p) for p in source), tuple(accept_race), allow_unverified,
-                              nsys=nsys, timeline=timeline)
+                              nsys=nsys, timeline=timeline, all_kernels=all_kernels)
         result = run_collect(command, opts, progress=lambda msg: err.print(render.plain(f"wsperf collect: {msg}")),
                              judge=release_judge(kernel, tuple(accept_race)))
         for w in result.warnings:

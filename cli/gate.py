@@ -70,7 +70,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
                     said + _correctness_markdown(value),
                     (tried if code else ()) + tuple(dict.fromkeys(
                         f"{r.release.value} on {r.barrier} ({r.role}): {r.check}" for r in value[2])))
-    caveats = _not_counted(corr)
+    caveats = _checked(ver) + _not_counted(corr)
     if excused:
         hazards = sum(g.findings for g in corr.groups)
         caveats.append(f"accepted at collect time (--accept-race {', '.join(excused)}): {hazards} racecheck "
@@ -181,9 +181,16 @@ def _correctness_text(value: _Correctness, console) -> None:
         console.print(t)
     for c in _not_counted(corr):
         console.print(Text.assemble(("not counted: ", "bold yellow"), plain(c)), soft_wrap=True)
+    for c in _checked(ver):
+        console.print(Text.assemble(("scope: ", "bold yellow"), plain(c)), soft_wrap=True)
     if ver is not None and not ver.verified:
         for p in ver.problems:
             console.print(Text.assemble(("also unverified: ", "bold yellow"), plain(p)), soft_wrap=True)
+
+
+def _checked(ver: Verification | None) -> list[str]:
+    """What the sanitizer checked (when not every kernel) and what ran again without its filter."""
+    return ([ver.scope] if ver.scope else []) + list(ver.retried) if ver is not None else []
 
 
 def _short(kernel: str) -> str:
@@ -225,7 +232,8 @@ def _gate_fields(corr: CorrectnessReport, ver: Verification | None) -> dict:
             "toolchain_protocol": list(corr.toolchain_protocol),
             "kernel_filter": corr.kernel_filter,
             "verification": None if ver is None else {"verified": ver.verified, "problems": list(ver.problems),
-                                                      "tools": list(ver.tools), "accepted": list(ver.accepted)}}
+                                                      "tools": list(ver.tools), "accepted": list(ver.accepted),
+                                                      "scope": ver.scope, "retried": list(ver.retried)}}
 
 
 def _releases(rel: tuple[ReleaseClass, ...]) -> list[dict]:
@@ -246,7 +254,7 @@ def _correctness_json(value: _Correctness) -> str:
 
 def _correctness_markdown(value: _Correctness) -> str:
     corr, ver, rel, acc = value
-    extra = [f"- not counted: {md(c)}" for c in _not_counted(corr)]
+    extra = [f"- not counted: {md(c)}" for c in _not_counted(corr)] + [f"- scope: {md(c)}" for c in _checked(ver)]
     extra += [f"- release on {md_code(r.barrier)} by {md(r.role)}: **{r.release.value}** ({md(r.evidence)}); check: "
               f"{md(r.check)}" for r in rel]
     extra += [f"- racing {a.access} at {md_code(a.source)}: PTX "

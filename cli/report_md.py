@@ -41,7 +41,7 @@ def report_markdown(bundle: Path, ev: Evidence, gate: Gate, results: list | None
     out = [f"# wsperf report: {md_code(shlex.join(m.get('argv') or []))}", ""]
     out += ["## Environment and commands", ""] + _environment(bundle) + [""]
     for r in b.runs:
-        if r.phase in ("run", "sanitizer", "profile"):
+        if r.phase in ("run", "sanitizer-attempt", "sanitizer", "profile"):
             how = "timed out" if r.timed_out else f"exit {r.exit_code}"
             out.append(f"- {r.phase} ({r.tool}, {how}, {r.seconds:.0f} s): {md_code(shlex.join(r.argv))}")
     out += ["", "## Launch shapes", ""] + _shapes(ev, results) + [""]

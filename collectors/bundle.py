@@ -52,7 +52,7 @@ class BundleError(InputError):
 class RunRecord:
     """One process that collect ran: enough to rerun it by hand and to find its files."""
 
-    phase: str  # run | sanitizer | hang | profile | target
+    phase: str  # run | sanitizer | sanitizer-attempt (a run done again without its kernel filter) | hang | profile | target
     tool: str  # the program or tool name: repro, memcheck, cuda-gdb, ncu, cuobjdump
     argv: list[str]
     exit_code: int | None  # None: killed after the timeout (or never started)

@@ -8,10 +8,15 @@ Phases, each recorded in the manifest with its argv, exit code, seconds and outp
    GPU's; a binary that cannot run on this GPU stops here (`TargetError`).
 2. run: the repro once, plainly: its own verdict, and the cheapest way to see a hang.
 3. sanitizer: each requested tool in a fresh process,
-   `compute-sanitizer --tool T --print-limit 20 --xml --save sanitizer/T.xml -- CMD`,
-   parsed into the bundle's DuckDB file. Any error ends collection here: a broken kernel
-   gets the correctness report, never a profile.
-4. profile (sanitizer clean): ncu with the sections the hypotheses read, one report.
+   `compute-sanitizer --tool T SCOPE --print-limit 20 --xml --save sanitizer/T.xml -- CMD`,
+   parsed into the bundle's DuckDB file. SCOPE (collectors/scope.py, recorded as the
+   manifest's `scope`): --kernel's regex; for a repro that compiled its own kernels (Triton's
+   cache), those kernels by name; else every kernel. A tool that fails inside itself under a
+   kernel filter is run once more without it (its first run recorded as phase
+   `sanitizer-attempt`). Any error ends collection here: a broken kernel gets the
+   correctness report, never a profile.
+4. profile (sanitizer clean): ncu with the sections the hypotheses read, one report, of
+   the same kernels (one launch of each compiled kernel by default).
 
 Hang: when the repro outlives --timeout in the plain run, cuda-gdb attaches to it by pid
 (twice: once to learn the grid and which blocks run, once with each resident block and
@@ -25,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import shutil
 import signal
 from dataclasses import dataclass, field
@@ -43,7 +49,7 @@ from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.nsys_capture import (BUNDLE_EXPORT, BUNDLE_REPORT, NSYS_MIN_TIMEOUT_S, NSYS_TIMEOUT_FACTOR,
                                     PROFILE_FLAGS as NSYS_FLAGS, probe_nsys, profile_nsys)
 from wsperf.collectors.sanitizer import TOOLS, load_sanitizer_xml, tool_failure
-from wsperf.collectors.scope import stops
+from wsperf.collectors.scope import SanitizerScope, ScopeMode, choose_scope, stops
 from wsperf.collectors.store import open_store
 
 # What the hypotheses and the launch summary read (queries/*.sql), and no more: launch
@@ -112,13 +118,14 @@ class Options:
     timeout: float = 120.0
     tools: tuple[str, ...] = TOOLS
     kernel: str | None = None
-    launch_count: int | None = None  # None: 1 with --kernel, else PROFILE_CAP launches
+    launch_count: int | None = None  # None: 1 with --kernel, one per compiled kernel, else PROFILE_CAP launches
     profile: bool = True
     sources: tuple[str, ...] = ()  # --source files kept in generated/ (.cu, .ptx, .cubin, fatbins)
     accept_race: tuple[str, ...] = ()  # release classes whose racecheck findings do not stop (recorded)
     allow_unverified: bool = False  # profile even when the sanitizer's evidence is incomplete
     nsys: bool = False  # also record the timeline with nsys (5. below the profile; a warning when none works)
     timeline: bool = False  # also profile --section PmSampling_WarpStates (stall reasons over time)
+    all_kernels: bool = False  # check and profile every kernel, not only the ones a JIT repro compiled
 
 
 # The sanitizer's judgement, given by the caller (the layer that judges: collect runs the
@@ -150,6 +157,7 @@ class _State:
     plain_seconds: float = 0.0  # how long the plain run took: the sanitizer's limit scales with it
     accepted: list[str] = field(default_factory=list)  # --accept-race classes that applied
     generated: dict[str, str] = field(default_factory=dict)  # kind:name -> bundle-relative file
+    scope: SanitizerScope | None = None  # which kernels the sanitizer and ncu look at (after the plain run)
 
     def env(self) -> dict[str, str]:
         """The repro's environment: Triton's cache directed into the bundle, so that the
@@ -175,7 +183,8 @@ class _State:
         write_manifest(self.root, {"argv": self.argv, "created": datetime.now(timezone.utc).isoformat(),
                                    "options": {**dataclasses.asdict(self.opts), "out": str(self.opts.out)},
                                    "target": self.target, "outcome": outcome, "problems": self.problems,
-                                   "warnings": self.warnings, "accepted": self.accepted}, self.runs)
+                                   "warnings": self.warnings, "accepted": self.accepted,
+                                   **({"scope": self.scope.as_json()} if self.scope else {})}, self.runs)
 
 
 def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = lambda _: None,
@@ -237,12 +246,17 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
         st.flush("hang")
         return Result(root, "hang", tuple(st.problems), tuple(st.warnings))
 
+    st.scope = choose_scope(opts.kernel, opts.all_kernels, root, st.generated)
+    if st.scope.mode is ScopeMode.USER:
+        progress(f"scope: the {len(st.scope.kernels)} kernel(s) the repro compiled ({', '.join(st.scope.kernels)}); "
+                 "--all-kernels checks every kernel")
+    st.flush()
     con = open_store(root / DATABASE)
     outcome = "unverified"
     if tools.get("compute-sanitizer") is None:
         st.problems.append(_INSTALL["compute-sanitizer"])
     else:
-        outcome = _sanitize(st, con, tools["compute-sanitizer"], judge or _default_judge(opts.kernel))
+        outcome = _sanitize(st, con, tools["compute-sanitizer"], judge or _default_judge(st.scope.judged))
     if outcome in ("clean", "unverified") and done.exit_code != 0 and st.gpu_archs and \
             tools.get("compute-sanitizer") is not None:  # (without them the environment is the problem)
         # the repro's own check failed (or it crashed): a correctness outcome, not a profile
@@ -365,28 +379,61 @@ def sanitizer_limit(opts: Options, plain_seconds: float) -> float:
     return min(max(opts.timeout, SANITIZER_SLOWDOWN * plain_seconds), max(opts.timeout, MAX_SANITIZER_S))
 
 
-def sanitizer_args(opts: Options) -> list[str]:
-    """The compute-sanitizer options that scope a run: with --kernel, only the matching
-    kernels are checked (`--kernel-name regex=`), at most --launch-count launches of them."""
-    if not opts.kernel:
-        return []
-    return ["--kernel-name", f"regex={opts.kernel}", "--launch-count", str(opts.launch_count or 1)]
+def sanitizer_args(opts: Options, scope: SanitizerScope | None = None) -> list[str]:
+    """The compute-sanitizer options that scope a run (`scope`; without one, --kernel's):
+    with --kernel, only the matching kernels are checked (`--kernel-name regex=`), at most
+    --launch-count launches of them; a JIT repro's own kernels by name, every launch."""
+    if scope is None:
+        scope = choose_scope(opts.kernel, True, Path("."), {})
+    return scope.sanitizer_args(opts.launch_count)
+
+
+def _sanitizer_run(st: _State, sanitizer: str, tool: str, scope_args: list[str], xml: Path,
+                   limit: float) -> tuple[list[str], Completed, str | None]:
+    argv = [sanitizer, "--tool", tool, *scope_args, "--print-limit", "20", "--xml", "--save", str(xml.resolve()),
+            "--", *st.argv]
+    done = run_bounded(argv, timeout=limit, env=st.env())
+    return argv, done, tool_failure(done.stdout[:1 << 20] + b"\n" + done.stderr[:1 << 20])
 
 
 def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
     outputs = []
     limit = sanitizer_limit(st.opts, st.plain_seconds)
     failed = False
+    scope = st.scope or choose_scope(st.opts.kernel, True, st.root, {})
+    scoped = scope.sanitizer_args(st.opts.launch_count)
     for i, tool in enumerate(st.opts.tools, 1):
         st.progress(f"sanitizer {tool} ({i}/{len(st.opts.tools)}, limit {limit:g} s)")
         xml = st.root / "sanitizer" / f"{tool}.xml"
         xml.parent.mkdir(exist_ok=True)
-        argv = [sanitizer, "--tool", tool, *sanitizer_args(st.opts), "--print-limit", "20", "--xml", "--save",
-                str(xml.resolve()), "--", *st.argv]
-        done = run_bounded(argv, timeout=limit, env=st.env())
+        argv, done, failure = _sanitizer_run(st, sanitizer, tool, scoped, xml, limit)
         note = ""
-        failure = tool_failure(done.stdout[:1 << 20] + b"\n" + done.stderr[:1 << 20])
-        if failure:
+        if failure and "--kernel-name" in scoped:
+            # Measured on the H200 (compute-sanitizer 2025.3.1): racecheck under a kernel filter
+            # fails in a PyTorch program ("failed to handle a hardware exception"), and cuBLAS's
+            # unchecked nvjet kernel then faults; without the filter, or with nvjet in it, it
+            # works. The run without the filter checks every kernel; library findings are
+            # listed, not judged.
+            first = f"failed inside the tool under the kernel filter ({failure})"
+            kept = {}
+            if xml.is_file():
+                xml.replace(xml.with_name(f"{tool}.scoped.xml"))
+                kept = {"xml": f"sanitizer/{tool}.scoped.xml"}
+            st.record("sanitizer-attempt", tool, done, f"sanitizer/{tool}.scoped", outputs=kept, note=first)
+            st.progress(f"sanitizer {tool}: {first}; once more without the filter")
+            st.warnings.append(f"compute-sanitizer --tool {tool} {first}: it ran again without the filter, checking "
+                               "every kernel (library kernels' findings are listed, not judged); the first run's "
+                               f"output is in sanitizer/{tool}.scoped.stdout.txt")
+            argv, done, failure = _sanitizer_run(st, sanitizer, tool, [], xml, limit)
+            if failure:
+                note = f"failed inside the tool under the kernel filter and without it: {failure}"
+                st.problems.append(f"compute-sanitizer --tool {tool} {note} (a tool failure, not a finding); run "
+                                   f"it alone on one kernel by hand to see which evidence it can give: "
+                                   f"{shlex.join([*argv[:3], *scoped, '--', *st.argv])}; or collect with "
+                                   f"--tools {','.join(t for t in st.opts.tools if t != tool) or 'memcheck'} and "
+                                   "--allow-unverified")
+                failed = True
+        elif failure:
             note = f"failed inside the tool: {failure}"
             st.problems.append(f"compute-sanitizer --tool {tool} {note} (a tool failure, not a finding)")
             failed = True
@@ -427,10 +474,14 @@ def _profile(st: _State, ncu: str) -> Path | None:
     out.parent.mkdir(exist_ok=True)
     args = ncu_profile_args(*st.gpu_archs) + (["--section", PM_SECTION] if st.opts.timeline else [])
     argv = [ncu, *args]
-    count = st.opts.launch_count or (1 if st.opts.kernel else PROFILE_CAP)
+    scope = st.scope
+    user = scope is not None and scope.mode is ScopeMode.USER
+    count = st.opts.launch_count or (1 if st.opts.kernel else len(scope.kernels) if user else PROFILE_CAP)
     argv += ["--import-source", "yes", "--clock-control", "none", "-c", str(count)]
     if st.opts.kernel:
         argv += ["-k", f"regex:{st.opts.kernel}"]
+    elif user:
+        argv += ["-k", f"regex:{scope.judged}"]
     argv += ["-f", "-o", str(out.resolve()), "--", *st.argv]
     limit = st.opts.timeout * PROFILE_TIMEOUT_FACTOR
     st.progress(f"profile: ncu {' '.join(args)} (limit {limit:g} s)")

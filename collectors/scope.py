@@ -16,12 +16,27 @@ clean, unless `--kernel` targets that kernel.
 The sanitizer's XML names the kernel, not its module, so the name decides. The patterns
 are the libraries' own naming schemes; a user kernel named like them is taken as a
 library's (say so with `--kernel`).
+
+What the sanitizer checks in the first place (`SanitizerScope`): a Python repro's own
+kernels are the ones it compiled itself, which Triton's cache in the bundle names (its
+`.json` per kernel, Gluon's too). By default collect checks those, every launch of them,
+and no other kernel: on the H200 a scoped run of each tool took 8-24 s on a Triton matmul,
+a Gluon kernel timed by `do_bench` and a PyTorch program around it, where the unscoped
+initcheck of the same matmul did not finish in 250 s (it checks PyTorch's fp32 reference
+matmul too). A launch count is not part of the default: racecheck's records on Triton's
+partition table came from later launches only (0 of 9 in the first 2 launches of a
+Gluon kernel, 1 in the first 5), so checking one launch would miss what racecheck can
+see. `--kernel` narrows the scope to a regular expression, `--all-kernels` widens it to
+every kernel.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from wsperf.collectors.sanitizer import Handoff, SanitizerFinding, is_error
 
@@ -94,3 +109,119 @@ def _targets(pattern: str | None, name: str | None) -> bool:
         return re.search(pattern, name) is not None
     except re.error:
         return False
+
+
+# A name compute-sanitizer's `kne=` (the full mangled name) and ncu's `regex:` can take
+# as it is: no ',' (the filter's separator) and nothing a regular expression reads.
+_PLAIN_NAME = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+# At most this many kernels are named one by one; a repro that compiled more is checked whole.
+MAX_SCOPED_KERNELS = 64
+
+
+class ScopeMode(StrEnum):
+    KERNEL = "kernel"  # --kernel REGEX
+    USER = "user-kernels"  # the kernels the repro compiled itself (a JIT cache in the bundle)
+    ALL = "all"  # every kernel the repro launches
+
+
+@dataclass(frozen=True)
+class SanitizerScope:
+    """Which kernels the sanitizer checks, and why; recorded in the manifest (`scope`)."""
+
+    mode: ScopeMode
+    kernels: tuple[str, ...] = ()  # USER: their names
+    pattern: str | None = None  # KERNEL: the user's regex
+    why: str = ""
+
+    @property
+    def judged(self) -> str | None:
+        """The regular expression a finding's kernel is judged against (None: any kernel):
+        a library kernel it does not name is listed, not judged (`finding_scope`)."""
+        if self.mode is ScopeMode.KERNEL:
+            return self.pattern
+        if self.mode is ScopeMode.USER:
+            return "^(" + "|".join(self.kernels) + ")$"
+        return None
+
+    def sanitizer_args(self, launch_count: int | None) -> list[str]:
+        """compute-sanitizer's options for this scope: `--kernel-name kne=NAME` per kernel
+        (the filters add up), or `regex=` for --kernel; a launch count only when asked
+        for (--kernel's default is 1)."""
+        if self.mode is ScopeMode.KERNEL:
+            return ["--kernel-name", f"regex={self.pattern}", "--launch-count", str(launch_count or 1)]
+        if self.mode is ScopeMode.USER:
+            argv = [a for k in self.kernels for a in ("--kernel-name", f"kne={k}")]
+            return argv + (["--launch-count", str(launch_count)] if launch_count else [])
+        return ["--launch-count", str(launch_count)] if launch_count else []
+
+    def describe(self) -> str | None:
+        """One sentence on what was checked and what was not; None for every kernel."""
+        if self.mode is ScopeMode.USER:
+            n = len(self.kernels)
+            return (f"compute-sanitizer checked the {n} kernel{'s' if n != 1 else ''} the repro compiled itself "
+                    f"({', '.join(self.kernels)}; {self.why}), every launch; not checked: every other kernel it "
+                    "launched (PyTorch's, cuBLAS's, cuDNN's and other libraries'): `wsperf collect --all-kernels` "
+                    "checks them, `--kernel REGEX` narrows the check")
+        if self.mode is ScopeMode.KERNEL:
+            return (f"compute-sanitizer checked only kernels matching --kernel {self.pattern!r}; not checked: every "
+                    "other kernel")
+        return None
+
+    def as_json(self) -> dict:
+        return {"mode": self.mode.value, "kernels": list(self.kernels), "pattern": self.pattern, "why": self.why}
+
+    @classmethod
+    def from_json(cls, doc: object) -> "SanitizerScope | None":
+        """The manifest's `scope`, or None when it is absent or not one wsperf wrote."""
+        if not isinstance(doc, dict):
+            return None
+        try:
+            mode = ScopeMode(doc.get("mode"))
+        except ValueError:
+            return None
+        kernels = doc.get("kernels") if isinstance(doc.get("kernels"), list) else []
+        names = tuple(k for k in kernels if isinstance(k, str) and _PLAIN_NAME.match(k))
+        pattern = doc.get("pattern") if isinstance(doc.get("pattern"), str) else None
+        if (mode is ScopeMode.USER and (not names or len(names) != len(kernels))) or \
+                (mode is ScopeMode.KERNEL and not pattern):
+            return None
+        return cls(mode, names, pattern, doc.get("why") if isinstance(doc.get("why"), str) else "")
+
+
+def jit_kernels(root: Path, generated: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The kernels a JIT compiled into the bundle during the plain run, by name (Triton's
+    cache: the `name` of each kernel's `.json`), and the names that cannot be a filter
+    as they are. Sorted, each once."""
+    names: set[str] = set()
+    odd: set[str] = set()
+    for key, rel in generated.items():
+        if not key.startswith("json:"):
+            continue
+        try:
+            with open(root / rel, "rb") as f:
+                doc = json.loads(f.read(1 << 20))
+        except (OSError, ValueError):
+            continue
+        name = doc.get("name") if isinstance(doc, dict) else None
+        if isinstance(name, str) and name:
+            (names if _PLAIN_NAME.match(name) else odd).add(name)
+    return tuple(sorted(names)), tuple(sorted(odd))
+
+
+def choose_scope(kernel: str | None, all_kernels: bool, root: Path, generated: dict[str, str]) -> SanitizerScope:
+    """The scope of a repro's sanitizer runs: --kernel's, every kernel with --all-kernels,
+    else the kernels the repro compiled itself when a JIT cache names them, else every kernel."""
+    if kernel:
+        return SanitizerScope(ScopeMode.KERNEL, pattern=kernel, why="--kernel")
+    if all_kernels:
+        return SanitizerScope(ScopeMode.ALL, why="--all-kernels")
+    names, odd = jit_kernels(root, generated)
+    if odd:
+        return SanitizerScope(ScopeMode.ALL, why=f"a kernel the repro compiled has a name no filter takes as it is "
+                                                 f"({odd[0]!r}): every kernel is checked")
+    if len(names) > MAX_SCOPED_KERNELS:
+        return SanitizerScope(ScopeMode.ALL, why=f"the repro compiled {len(names)} kernels: every kernel is checked")
+    if names:
+        return SanitizerScope(ScopeMode.USER, names, why="named by Triton's cache in the bundle")
+    return SanitizerScope(ScopeMode.ALL, why="no JIT cache in the bundle names the repro's own kernels: every kernel "
+                                             "is checked")

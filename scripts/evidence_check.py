@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 
 
-def main(name: str, bundle: Path, analyze_json: Path) -> str:
+# `wsperf collect` on a Triton or Gluon repro, all four tools and the profile: at most this
+# many seconds on the H200 (the 4096^3 two-launch TMA matmul is row `triton`, run alone).
+TIME_TARGET_S = 180
+
+
+def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = None) -> str:
     manifest = json.loads((bundle / "bundle.json").read_text())
     try:
         doc = json.loads(analyze_json.read_text() or "null")
@@ -20,7 +25,10 @@ def main(name: str, bundle: Path, analyze_json: Path) -> str:
     san = {r["tool"]: ("timed out" if r["timed_out"] else f"{r['seconds']:.0f}s") for r in runs
            if r["phase"] == "sanitizer"}
     fails: list[str] = []
-    seen: list[str] = [f"sanitizer {san}", f"generated {len(gen)}"]
+    scope = manifest.get("scope") or {}
+    attempts = [r["tool"] for r in runs if r["phase"] == "sanitizer-attempt"]
+    seen: list[str] = [f"sanitizer {san}", f"scope {scope.get('mode')} {scope.get('kernels') or scope.get('pattern')}"
+                       + (f" (retried unscoped: {attempts})" if attempts else ""), f"generated {len(gen)}"]
     if not (bundle / "REPORT.md").is_file():
         fails.append("no REPORT.md")
     if name in ("gluon_count2", "gluon_phase"):
@@ -55,6 +63,12 @@ def main(name: str, bundle: Path, analyze_json: Path) -> str:
     elif name == "triton":
         if sorted(san) != ["initcheck", "memcheck", "racecheck", "synccheck"] or "timed out" in san.values():
             fails.append("not every sanitizer tool finished")
+        if scope.get("mode") != "user-kernels" or scope.get("kernels") != ["matmul_tma"]:
+            fails.append("the sanitizer was not scoped to the repro's own kernel")
+        if seconds is not None and seconds > TIME_TARGET_S:
+            fails.append(f"collect took {seconds:.0f} s, over the {TIME_TARGET_S} s target")
+        if not (bundle / "profile" / "report.ncu-rep").is_file():
+            fails.append("no profile")
         if not any(k.startswith("ptx:") for k in gen) or not any(k.startswith("ttgir:") for k in gen):
             fails.append("Triton's .ptx/.ttgir not kept")
         ks = [k.get("name") for k in (doc or {}).get("kernels", [])]
@@ -86,6 +100,27 @@ def main(name: str, bundle: Path, analyze_json: Path) -> str:
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:120] for c in caveats]}")
         if manifest.get("outcome") != "clean" or not any("atomic exchange" in c for c in caveats):
             fails.append("not clean with the tensor-map exchanges set apart")
+    elif name in ("torch_gluon", "torch_gluon_kernel"):
+        # a PyTorch program around the Gluon kernel: scoped to it (racecheck, failing inside
+        # itself under a filter there, is run again unscoped); clean with the scope as a caveat
+        caveats = (doc or {}).get("caveats", [])
+        seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")
+        want = "user-kernels" if name == "torch_gluon" else "kernel"
+        if manifest.get("outcome") != "clean":
+            fails.append("the correct kernel in a PyTorch program was not clean")
+        if scope.get("mode") != want:
+            fails.append(f"scope {scope.get('mode')}, not {want}")
+        if not any("compute-sanitizer checked" in c for c in caveats):
+            fails.append("no caveat says what the sanitizer checked")
+        if attempts and not any("ran again without the filter" in c for c in caveats):
+            fails.append("a tool ran again unscoped and no caveat says so")
+    elif name == "gluon_early_release":
+        # a real race on a ring stage: still a stop, however the partition table is read
+        bad = [r.get("tool") for r in (doc or {}).get("sanitizer_runs", []) if r.get("errors")]
+        groups = [g.get("class") or g.get("handoff") for g in (doc or {}).get("groups", [])]
+        seen.append(f"outcome {manifest.get('outcome')}; errors from {bad}; groups {groups}")
+        if manifest.get("outcome") != "correctness" or "racecheck" not in bad:
+            fails.append("the race on the stage buffer did not stop the repro through racecheck")
     elif name.startswith("torch_"):
         caveats = (doc or {}).get("caveats", [])
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")
@@ -93,4 +128,4 @@ def main(name: str, bundle: Path, analyze_json: Path) -> str:
 
 
 if __name__ == "__main__":
-    print(main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])))
+    print(main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]) if len(sys.argv) > 4 else None))

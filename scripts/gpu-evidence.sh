@@ -44,7 +44,12 @@ run release_warp_synced_accepted 0 --kernel ws_stream --timeout 60 --accept-race
     -- "$build/release_warp_synced" healthy
 run release_unsynced 3 --kernel ws_stream --timeout 60 --accept-race warp-synced-single-lane-release \
     -- "$build/release_unsynced" healthy
+# The time target (scripts/evidence_check.py, TIME_TARGET_S): the 4096^3 two-launch TMA
+# matmul, all four tools scoped to its kernel and the profile, run alone so that no other
+# row shares the GPU while it is timed.
+wait
 run triton 0 --timeout 120 -- python3 fixtures/src/triton_matmul.py
+wait
 # Triton 3.6's own warp specialization with a 5-stage ring answers NaN (4 stages are right):
 # the gate stops it (fixtures/evidence/README.md says what the race records are).
 run triton_ws_race 3 --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py ws --stages 5 --n 1024
@@ -55,11 +60,17 @@ run gluon_ws_rowsum 0 --timeout 300 -- python3 fixtures/src/gluon_ws_rowsum.py
 # Its planted deadlocks: a hang in JIT code, mapped with the cubins Triton's cache kept.
 run gluon_count2 4 --timeout 40 -- python3 fixtures/src/gluon_ws_rowsum.py --bug count2
 run gluon_phase 4 --timeout 40 -- python3 fixtures/src/gluon_ws_rowsum.py --bug phase
+# A real race on a ring stage (the consumer releases it before reading it): still a stop.
+run gluon_early_release 3 --timeout 300 -- python3 fixtures/src/gluon_ws_rowsum.py --bug early_release
+# The Gluon kernel inside a PyTorch program (bf16 matmul, SDPA): scoped to it by default and
+# by --kernel; racecheck fails inside itself under a kernel filter there and runs again unscoped.
+run torch_gluon 0 --timeout 300 -- python3 fixtures/src/torch_gluon_mix.py
+run torch_gluon_kernel 0 --kernel gluon_ws_rowsum --timeout 300 -- python3 fixtures/src/torch_gluon_mix.py
 # The same loop without warp_specialize (device-side descriptors too): initcheck's reads
 # are the atomic exchanges that publish each tensor map, read from the kept cubin: clean.
 run triton_plain_desc 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py plain --n 1024
-run torch_vendor 0 --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
-run torch_vendor4096 0 --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py --n 4096
+run torch_vendor 0 --all-kernels --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
+run torch_vendor4096 0 --all-kernels --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py --n 4096
 run torch_filter 0 --kernel scale_rows --tools initcheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
 wait
 
@@ -69,7 +80,7 @@ for name in "${names[@]}"; do
   read -r rc secs <"$work/$name.rc"
   wsperf analyze "$work/$name" --format json >"$work/$name.analyze.json" 2>"$work/$name.analyze.err"
   arc=$?
-  detail=$(python3 scripts/evidence_check.py "$name" "$work/$name" "$work/$name.analyze.json" 2>&1)
+  detail=$(python3 scripts/evidence_check.py "$name" "$work/$name" "$work/$name.analyze.json" "$secs" 2>&1)
   ok=PASS
   [ "$rc" = "${expect[$name]}" ] || { ok=FAIL; detail="collect exit $rc, expected ${expect[$name]}; $detail"; }
   [ "$arc" = "${expect[$name]}" ] || [ "$name" = torch_filter ] || { ok=FAIL; detail="analyze exit $arc; $detail"; }

@@ -1,0 +1,112 @@
+"""What the sanitizer checks: a Python repro's own kernels by default (the ones Triton's cache
+in the bundle names), --kernel's, or every kernel; read from real bundles collected on the
+H200 (fixtures/evidence), and the scope a manifest records read back only when it is one
+wsperf wrote."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from support import ROOT, assert_one_error_line, wsperf
+from wsperf.analyses.correctness import correctness_report
+from wsperf.analyses.evidence import gather
+from wsperf.collectors.scope import (SanitizerScope, Scope, ScopeMode, choose_scope, finding_scope, jit_kernels,
+                                     vendor_library)
+from wsperf.collectors.store import open_store
+
+EVIDENCE = ROOT / "fixtures" / "evidence"
+
+
+def _generated(name: str) -> tuple[Path, dict[str, str]]:
+    root = EVIDENCE / name
+    manifest = json.loads((root / "bundle.json").read_text())
+    return root, {k: v for r in manifest["runs"] if r["phase"] == "generated" for k, v in r["outputs"].items()}
+
+
+@pytest.mark.parametrize("bundle, kernels", [
+    ("gluon_ws_rowsum", ("gluon_ws_rowsum",)),  # Gluon warp_specialize
+    ("triton_ws4", ("persistent_matmul_ws",)),  # Triton's own warp specialization
+    ("triton", ("matmul_tma",)),  # the 4096^3 TMA matmul, launched twice
+    ("torch_vendor", ("scale_rows",)),  # next to cuBLAS and cuDNN in a PyTorch program
+])
+def test_a_python_repro_is_scoped_to_the_kernels_it_compiled(bundle, kernels):
+    root, gen = _generated(bundle)
+    scope = choose_scope(None, False, root, gen)
+    assert scope.mode is ScopeMode.USER and scope.kernels == kernels
+    assert scope.sanitizer_args(None) == [a for k in kernels for a in ("--kernel-name", f"kne={k}")]
+    assert scope.sanitizer_args(3)[-2:] == ["--launch-count", "3"]  # only when asked for
+    assert re.search(scope.judged, kernels[0]) and not re.search(scope.judged, kernels[0] + "_2")
+    text = scope.describe()
+    assert kernels[0] in text and "--all-kernels" in text and "not checked" in text
+
+
+@pytest.mark.parametrize("bundle", ["deadlock_ptx", "release_per_thread", "phase_source"])
+def test_a_binary_repro_without_a_jit_cache_is_checked_whole(bundle):
+    root, gen = _generated(bundle)
+    scope = choose_scope(None, False, root, gen)
+    assert scope.mode is ScopeMode.ALL and scope.sanitizer_args(None) == [] and scope.judged is None
+    assert scope.describe() is None and "no JIT cache" in scope.why
+
+
+def test_kernel_and_all_kernels_override_the_cache():
+    root, gen = _generated("torch_vendor")
+    k = choose_scope("scale", False, root, gen)
+    assert k.mode is ScopeMode.KERNEL and k.sanitizer_args(None) == ["--kernel-name", "regex=scale", "--launch-count",
+                                                                     "1"]
+    a = choose_scope(None, True, root, gen)
+    assert a.mode is ScopeMode.ALL and a.sanitizer_args(None) == []
+
+
+def test_the_scope_judges_library_kernels_and_filter_artifacts_as_kernel_does():
+    # torch_vendor4096: racecheck's records inside cuBLAS's nvjet and cuDNN's SDPA kernels
+    con = open_store(None)
+    ev = gather(con, [EVIDENCE / "torch_vendor4096"])
+    scope = choose_scope(None, False, *_generated("torch_vendor4096"))
+    found = [f for _, o in ev.sanitizer for f in o.findings if f.kernel]
+    assert found and {vendor_library(f.kernel) for f in found} == {"cuBLAS", "cuDNN"}
+    assert {finding_scope(f, scope.judged) for f in found} == {Scope.VENDOR}
+    # torch_filter: initcheck's host copy out of memory the unchecked kernels wrote
+    ev = gather(con, [EVIDENCE / "torch_filter"])
+    scope = choose_scope(None, False, *_generated("torch_filter"))
+    assert scope.kernels == ("scale_rows",)
+    assert not correctness_report(ev.sanitizer, scope.judged).broken
+    assert correctness_report(ev.sanitizer, None).broken
+
+
+@pytest.mark.parametrize("doc", [
+    {"mode": "user-kernels", "kernels": ["a,kne=b"]},  # a second filter smuggled into the name
+    {"mode": "user-kernels", "kernels": ["a|.*"]},  # a regex that judges every kernel
+    {"mode": "user-kernels", "kernels": []},
+    {"mode": "kernel", "pattern": None},
+    {"mode": "everything"},
+    ["user-kernels"],
+    None,
+])
+def test_a_scope_wsperf_did_not_write_is_not_read(doc):
+    assert SanitizerScope.from_json(doc) is None
+
+
+def test_a_recorded_scope_reads_back_as_written():
+    root, gen = _generated("gluon_ws_rowsum")
+    scope = choose_scope(None, False, root, gen)
+    assert SanitizerScope.from_json(json.loads(json.dumps(scope.as_json()))) == scope
+
+
+def test_a_kernel_name_no_filter_takes_checks_every_kernel(tmp_path):
+    # Triton's names are identifiers; anything else is not put into a filter as it is.
+    (tmp_path / "k.json").write_text(json.dumps({"name": "odd,name"}))
+    (tmp_path / "j.json").write_text(json.dumps({"name": "scale_rows"}))
+    gen = {"json:h/k.json": "k.json", "json:h/j.json": "j.json"}
+    assert jit_kernels(tmp_path, gen) == (("scale_rows",), ("odd,name",))
+    scope = choose_scope(None, False, tmp_path, gen)
+    assert scope.mode is ScopeMode.ALL and "odd,name" in scope.why
+
+
+def test_kernel_and_all_kernels_together_are_refused(tmp_path):
+    p = wsperf("collect", "--out", tmp_path / "b", "--kernel", "x", "--all-kernels", "--", "true")
+    assert_one_error_line(p, 2, "--kernel and --all-kernels")
+    assert not (tmp_path / "b").exists()
