@@ -76,6 +76,27 @@ _IDLE = re.compile(r"^(setmaxnreg|bar\.|barrier\.|bra|ret|exit|mov|setp|selp|add
 _CONSUMER = re.compile(r"^(wgmma\.mma_async|tcgen05\.mma|mma\.sync|fma\.|mul\.(rn\.)?f|mad\.(rn\.)?f)")
 
 
+# A role's job, read from what it issues: opcode prefix pattern -> job, the first match of
+# each in this order (a multicast load is not also listed as a plain one)
+_BULK_LOAD = r"cp\.async\.bulk\.tensor\.\w+\.shared::\w+\.global"
+_JOBS = tuple((re.compile(p), job) for p, job in (
+    (_BULK_LOAD + r".*\.multicast", "TMA load (multicast)"), (_BULK_LOAD, "TMA load"),
+    (r"cp\.async\.bulk\.shared::\w+\.global", "bulk copy load"), (r"cp\.async\.(ca|cg)", "cp.async load"),
+    (r"ld\.global", "global loads"), (r"wgmma\.mma_async", "MMA issue (wgmma)"),
+    (r"tcgen05\.mma", "MMA issue (tcgen05)"), (r"mma\.sync", "MMA (mma.sync)"),
+    (r"(fma|mad)\.(rn\.)?f|mul\.(rn\.)?f", "FMA math"), (r"tcgen05\.ld", "tensor-memory load"),
+    (r"cp\.(reduce\.)?async\.bulk(\.tensor\.\w+)?\.global\.shared", "TMA store"),
+    (r"(st|red)\.global", "global stores")))
+
+
+def _jobs(ops: list[str]) -> list[str]:
+    out: list[str] = []
+    for rx, job in _JOBS:
+        if any(rx.match(o) for o in ops) and not (job == "TMA load" and "TMA load (multicast)" in out):
+            out.append(job)
+    return out
+
+
 def compiler_metadata(ptx: Path) -> dict[str, list[int]]:
     """kernel name -> the bytes of each tensor descriptor's box, in the kernel's parameter
     order, from the metadata Triton writes beside a kernel's PTX (`<name>.json`,
@@ -133,12 +154,13 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
             "tensor-memory owner" if any(o.startswith("tcgen05.alloc") for o in ops) else \
             "idle" if all(_IDLE.match(o) for o in ops) else "other"
         role_name[ws] = f"{kind} ({_warps(ws)})"
+        jobs = _jobs(ops)
         what = sorted({o.split(".")[0] + ("." + o.split(".")[1] if o.split(".")[0] in ("cp", "tcgen05", "wgmma",
                                                                                         "mma", "ld", "st") else "")
                        for o in ops if _PRODUCER.match(o) or _CONSUMER.match(o) or o.startswith("st.shared")})
         # Roles split by a table in shared memory rest on reading it as its first values.
-        roles.append(Item("roles", f"{role_name[ws]}: {len(idx)} statements" + (f"; {', '.join(what)}" if what
-                                                                                else ""),
+        roles.append(Item("roles", f"{role_name[ws]}: " + (f"{', '.join(jobs)}; " if jobs else "")
+                          + f"{len(idx)} statements" + (f"; {', '.join(what)}" if what else ""),
                           Basis.ASSUMPTION if k.table_reads else Basis.EVIDENCE))
     if not roles:
         roles.append(Item("roles", "no branch on a warp/warpgroup index derived from %tid.x: not warp-specialized "

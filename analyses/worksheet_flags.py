@@ -27,18 +27,21 @@ def _everyone(k: _Kernel, i: int) -> bool:
     return p is not None and len(p) == k.n
 
 
-def _cluster_waits(k: _Kernel, stmts: list[Stmt]) -> set[int]:
+def _cluster_waits(k: _Kernel, stmts: list[Stmt], after: int | None = None) -> set[int]:
     """Blocks of a `barrier.cluster.wait` that every thread of the CTA reaches, whose
     arrive releases what came before it: `barrier.cluster.arrive` (release by default), or
     `.relaxed` after a `fence.mbarrier_init` (which orders the inits before a relaxed
     arrive; CuTe DSL and CUTLASS pair them). Past one, every thread of the cluster has
-    arrived, so the inits before its arrive are visible cluster-wide."""
+    arrived, so the inits before its arrive are visible cluster-wide. With `after` (a
+    statement: an init), only the waits whose arrive that statement's block reaches after
+    it: a cluster barrier before an init makes nothing of it visible."""
     out = set()
     for i, s in enumerate(stmts):
         if not s.opcode.startswith("barrier.cluster.wait") or not _everyone(k, i):
             continue
         arrive = next((j for j in range(i - 1, -1, -1) if stmts[j].opcode.startswith("barrier.cluster.arrive")), None)
-        if arrive is None:
+        if arrive is None or after is not None and not (
+                after < arrive and k.block_of[arrive] in k.reach(k.block_of[after], set())):
             continue
         if ".relaxed" not in stmts[arrive].opcode or any(x.opcode.startswith("fence.mbarrier_init")
                                                           for x in stmts[:arrive]):
@@ -367,14 +370,15 @@ def _flag_cluster_init(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, .
     the flag is an assumption)."""
     if not k.n:
         return []
-    cwait = _cluster_waits(k, stmts)
-    free = k.reach(0, cwait)  # blocks a thread can reach with no cluster barrier behind it
     dom = k.dominators()
     peer_fed = [b for b in barriers if _from_peers(b)]
     hits: list[tuple[Barrier, object, bool]] = []  # (barrier, its remote op, ordered through a peer)
     for b in peer_fed:
-        if not b.inits:
+        inits = [i for s, _ in b.inits if (i := k.stmt_of(s)) is not None]
+        if not inits:
             continue
+        # blocks a thread can reach with no cluster barrier behind it that follows the inits
+        free = k.reach(0, set.intersection(*(_cluster_waits(k, stmts, i) for i in inits)))
         for a in b.arrivers:
             if not (a.kind.startswith("remote ") or ".multicast" in a.site.instruction):
                 continue

@@ -19,7 +19,8 @@ CUBINS = ROOT / "fixtures" / "cubins"
 
 # Every PTX fixture of a kernel that is correct by design (the planted ones are not here).
 CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx", "triton_ws_matmul.ptx",
-           "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "cute_ws_ring.ptx", "cute_ws_ring_cluster.ptx"]
+           "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "cute_ws_ring.ptx", "cute_ws_ring_cluster.ptx", "cute_ws_gemm.ptx",
+           "cute_ws_gemm_cluster.ptx"]
 
 
 def _sheet(name: str):
@@ -193,12 +194,45 @@ def test_cute_roles_and_stage_barriers_resolve(name):
     assert "expect_tx not checked" in left
 
 
+def test_each_role_is_named_with_the_job_it_issues():
+    def jobs(name):
+        return {r.text.split(":")[0]: r.text.split(": ", 1)[1].split(";")[0] for r in _sheet(name).roles
+                if "statements" in r.text}
+
+    assert jobs("cute_ws_ring.ptx") == {"producer (warp 0)": "TMA load", "consumer (warps 1-4)": "FMA math",
+                                        "epilogue (warp 5)": "global stores"}
+    assert jobs("cute_ws_ring_cluster.ptx")["producer (warp 0)"] == "TMA load (multicast)"
+    g = jobs("gluon_ws_gemm.ptx")
+    assert (g["producer (warp 6)"], g["consumer (warp 7)"]) == ("TMA load", "MMA issue (tcgen05)")
+    assert g["epilogue (warps 0-3)"] == "tensor-memory load, TMA store"
+    assert jobs("triton_ws_matmul.ptx")["consumer (warps 4-7)"] == "MMA issue (wgmma), TMA store"
+
+
 def test_cute_empty_ring_counts_one_elected_lane_per_consumer_warp():
     empty = {b.name: b for b in _sheet("cute_ws_ring.ptx").barriers}[CUTE_EMPTY]
     # bar.warp.sync, elect.sync, then mbarrier.arrive by the elected lane of each of 4 warps
     assert {c for _, c in empty.inits} == {4}
     assert {(a.kind, a.site.role, a.site.threads, a.arrivals) for a in empty.arrivers} == {
         ("arrive", "consumer (warps 1-4)", 4, 4)}
+
+
+@pytest.mark.parametrize("name,empty_count", [("cute_ws_gemm.ptx", 4), ("cute_ws_gemm_cluster.ptx", 8)])
+def test_cute_wgmma_gemm_reads_as_a_tma_producer_and_an_mma_warpgroup(name, empty_count):
+    k = _sheet(name)
+    assert k.flags == ()
+    assert sorted(_roles(k)) == ["consumer (warps 4-7)", "producer (warp 0)"]
+    (cons,) = [r.text for r in k.roles if r.text.startswith("consumer")]
+    assert "MMA issue (wgmma)" in cons
+    names = {b.name: b for b in k.barriers}
+    assert set(names) == {CUTE_FULL, CUTE_EMPTY}
+    full, empty = names[CUTE_FULL], names[CUTE_EMPTY]
+    # one expect_tx of the A and B tiles (64x64 + 128x64 bf16), two copies completing on it
+    (tx,) = [a for a in full.arrivers if a.kind == "arrive.expect_tx"]
+    assert tx.tx_bytes == "24576" and len([a for a in full.arrivers if a.kind == "complete_tx"]) == 2
+    assert {c for _, c in empty.inits} == {empty_count}
+    assert sum(a.arrivals for a in empty.arrivers) == empty_count  # 4 elected lanes (+ the peer's 4)
+    multicast = [a for a in full.arrivers if "multicast" in a.site.address]
+    assert len(multicast) == (1 if "cluster" in name else 0)  # A is shared by the cluster's two CTAs
 
 
 def test_cute_count_bug_is_flagged_with_its_cause():
