@@ -264,8 +264,9 @@ def _scope_of(manifest: dict) -> Any:
 
 def _failed_run(b: Bundle) -> str | None:
     """How the repro's plain run failed ('exit 1', 'was killed by SIGSEGV'), with its
-    output files; None when it succeeded, timed out (a hang) or is not recorded, and when
-    no sanitizer ran (no GPU or no compute-sanitizer: the environment is what failed)."""
+    output files, or that its own check failed under a sanitizer tool only; None when it
+    succeeded, timed out (a hang) or is not recorded, and when no sanitizer ran (no GPU or
+    no compute-sanitizer: the environment is what failed)."""
     if not any(r.phase == "sanitizer" for r in b.runs):
         return None
     for r in b.runs:
@@ -273,7 +274,25 @@ def _failed_run(b: Bundle) -> str | None:
             where = ", ".join(x for x in (r.stdout, r.stderr) if x)
             return (f"the repro's plain run ended with {r.note or f'exit {r.exit_code}'}: its own check failed or it "
                     f"crashed" + (f" (its output: {where})" if where else ""))
+    wrong = [r for r in b.runs if r.phase == "sanitizer" and not r.timed_out and r.stdout
+             and _sanitizer().target_failed(_head_tail(b, r.stdout), r.exit_code)]
+    if wrong:
+        return _sanitizer().failed_under([r.tool for r in wrong], [r.stdout for r in wrong])
     return None
+
+
+def _head_tail(b: Bundle, rel: str) -> bytes:
+    """The start and the end of a run's saved output (collect bounds it; a changed bundle may not)."""
+    try:
+        p = resolve(b.root, rel)
+        if _not_regular(p):
+            return b""
+        with open(p, "rb") as f:
+            head = f.read(_TOOL_LOG_BYTES)
+            f.seek(max(os.fstat(f.fileno()).st_size - _TOOL_LOG_BYTES, len(head)))
+            return head + b"\n" + f.read(_TOOL_LOG_BYTES)
+    except (OSError, BundleError):
+        return b""
 
 
 def _hang(b: Bundle) -> RunRecord | None:

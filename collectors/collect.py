@@ -48,7 +48,7 @@ from wsperf.collectors.process import Completed, is_elf, run_bounded, save
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.nsys_capture import (BUNDLE_EXPORT, BUNDLE_REPORT, NSYS_MIN_TIMEOUT_S, NSYS_TIMEOUT_FACTOR,
                                     PROFILE_FLAGS as NSYS_FLAGS, probe_nsys, profile_nsys)
-from wsperf.collectors.sanitizer import TOOLS, load_sanitizer_xml, tool_failure
+from wsperf.collectors.sanitizer import TOOLS, failed_under, load_sanitizer_xml, target_failed, tool_failure
 from wsperf.collectors.scope import SanitizerScope, ScopeMode, choose_scope, stops
 from wsperf.collectors.store import open_store
 
@@ -400,6 +400,7 @@ def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
     outputs = []
     limit = sanitizer_limit(st.opts, st.plain_seconds)
     failed = False
+    wrong: list[str] = []  # tools under which the repro's own check failed
     scope = st.scope or choose_scope(st.opts.kernel, True, st.root, {})
     scoped = scope.sanitizer_args(st.opts.launch_count)
     for i, tool in enumerate(st.opts.tools, 1):
@@ -445,6 +446,9 @@ def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
             note = f"did not finish in {limit:g} s under {tool}: killed; raise --timeout or scope it with --kernel"
             st.problems.append(f"compute-sanitizer --tool {tool}: {note}")
             failed = True
+        if not failure and not done.timed_out and target_failed(done.stdout, done.exit_code):
+            note = f"the repro ended with exit {done.exit_code} under the tool"
+            wrong.append(tool)
         st.record("sanitizer", tool, done, f"sanitizer/{tool}",
                   outputs={"xml": f"sanitizer/{tool}.xml"} if xml.is_file() else {}, note=note)
         if failed and (failure or done.timed_out):
@@ -464,6 +468,9 @@ def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
     if accepted:
         st.accepted = accepted
         st.warnings.append("racecheck findings accepted (--accept-race): " + ", ".join(accepted))
+    if wrong and all(r.exit_code == 0 for r in st.runs if r.phase == "run"):
+        st.problems.append(failed_under(wrong, [f"sanitizer/{t}.stdout.txt" for t in wrong]))
+        return "correctness"
     if broken:
         return "correctness"
     return "unverified" if failed or not outputs else "clean"

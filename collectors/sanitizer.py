@@ -148,6 +148,27 @@ def tool_failure(output: bytes) -> str | None:
     return m.group(1).decode("utf-8", "replace").strip()[:200] if m else None
 
 
+# What compute-sanitizer prints when the program under it exits with an error of its own.
+_TARGET_FAILED = re.compile(rb"^=+ Target application returned an error\s*$", re.MULTILINE)
+
+
+def target_failed(output: bytes, exit_code: int | None) -> bool:
+    """Whether the program under the tool ended with an error of its own (its own check
+    failed, or it crashed) rather than the tool: compute-sanitizer says so and exits with
+    the program's code. On the H200 a Gluon kernel that releases a stage before reading it
+    answers right in its plain run and wrong under memcheck, racecheck and synccheck, none
+    of which names the race (fixtures/evidence/gluon_early_release)."""
+    return exit_code not in (0, None) and _TARGET_FAILED.search(output) is not None
+
+
+def failed_under(tools: list[str], files: list[str]) -> str:
+    """What a repro whose own check failed only under the tools `tools` means (one sentence)."""
+    return (f"the repro's own check failed under compute-sanitizer --tool {', '.join(tools)} (its output: "
+            f"{', '.join(files)}) though its plain run passed: its answer depends on the timing the tools change, the "
+            "mark of a race between roles that no tool named; look for a stage read after its release or before its "
+            "wait")
+
+
 def is_error(f: SanitizerFinding) -> bool:
     """A finding that stops the kernel short of a profile: it breaks a handoff, or the
     tool reports it as an error (a failed API call follows a kernel the tool stopped)."""

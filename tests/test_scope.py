@@ -110,3 +110,54 @@ def test_kernel_and_all_kernels_together_are_refused(tmp_path):
     p = wsperf("collect", "--out", tmp_path / "b", "--kernel", "x", "--all-kernels", "--", "true")
     assert_one_error_line(p, 2, "--kernel and --all-kernels")
     assert not (tmp_path / "b").exists()
+
+
+def _analyze(name: str) -> tuple[int, dict]:
+    p = wsperf("analyze", EVIDENCE / name, "--format", "json")
+    return p.returncode, json.loads(p.stdout)
+
+
+def _manifest(name: str) -> dict:
+    return json.loads((EVIDENCE / name / "bundle.json").read_text())
+
+
+@pytest.mark.parametrize("name, mode", [("torch_gluon", "user-kernels"), ("torch_gluon_kernel", "kernel")])
+def test_a_tool_that_fails_under_the_filter_runs_again_unscoped(name, mode):
+    # A PyTorch program around the Gluon kernel (H200): racecheck under any kernel filter
+    # fails inside itself, cuBLAS's unchecked kernel then faults; the unscoped run works.
+    m = _manifest(name)
+    assert m["scope"]["mode"] == mode and m["outcome"] == "clean"
+    attempts = [r for r in m["runs"] if r["phase"] == "sanitizer-attempt"]
+    assert [r["tool"] for r in attempts] == ["racecheck"]
+    assert "Internal Sanitizer Error" in attempts[0]["note"] and "--kernel-name" in attempts[0]["argv"]
+    retry = [r for r in m["runs"] if r["phase"] == "sanitizer" and r["tool"] == "racecheck"]
+    assert len(retry) == 1 and "--kernel-name" not in retry[0]["argv"] and retry[0]["exit_code"] == 0
+    others = [r for r in m["runs"] if r["phase"] == "sanitizer" and r["tool"] != "racecheck"]
+    assert others and all("--kernel-name" in r["argv"] for r in others)
+    code, doc = _analyze(name)
+    assert code == 0, doc
+    caveats = doc["caveats"]
+    assert any(c.startswith("compute-sanitizer checked") for c in caveats)
+    assert any("failed inside the tool under the kernel filter" in c and "ran again without the filter" in c
+               for c in caveats)
+    # the unscoped run checked cuBLAS and cuDNN: their records are listed, not judged
+    assert any("inside cuBLAS's kernel nvjet" in c for c in caveats)
+    (prof,) = [r for r in m["runs"] if r["phase"] == "profile"]  # the profile is scoped too (its report not kept)
+    assert prof["exit_code"] == 0 and prof["argv"][prof["argv"].index("-c") + 1] == "1"
+    assert prof["argv"][prof["argv"].index("-k") + 1] in ("regex:^(gluon_ws_rowsum)$", "regex:gluon_ws_rowsum")
+
+
+def test_the_tma_matmul_is_checked_and_profiled_in_a_minute():
+    # 4096^3 bf16, launched twice, all four tools and the profile (the row ran alone on the GPU)
+    m = _manifest("triton")
+    assert m["scope"] == {"mode": "user-kernels", "kernels": ["matmul_tma"], "pattern": None,
+                          "why": "named by Triton's cache in the bundle"}
+    san = [r for r in m["runs"] if r["phase"] == "sanitizer"]
+    assert sorted(r["tool"] for r in san) == ["initcheck", "memcheck", "racecheck", "synccheck"]
+    assert all(r["exit_code"] == 0 and not r["timed_out"] for r in san)
+    assert all(r["argv"][3:5] == ["--kernel-name", "kne=matmul_tma"] for r in san)
+    total = sum(r["seconds"] for r in m["runs"])
+    assert total < 90, total  # 49 s measured; the unscoped initcheck alone did not finish in 250 s
+    (prof,) = [r for r in m["runs"] if r["phase"] == "profile"]
+    assert prof["argv"][prof["argv"].index("-k") + 1] == "regex:^(matmul_tma)$"
+    assert prof["argv"][prof["argv"].index("-c") + 1] == "1"
