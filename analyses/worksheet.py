@@ -165,6 +165,17 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
     if not roles:
         roles.append(Item("roles", "no branch on a warp/warpgroup index derived from %tid.x: not warp-specialized "
                           "(or its roles are not readable statically)", Basis.ASSUMPTION))
+    elif all_warps and not k.table_reads:
+        # warps that no role branch admits (CuTe's warps 1-3 beside a producer warp 0 and an
+        # MMA warpgroup 4-7) run only what every warp runs
+        spare = all_warps - frozenset().union(*(ws for ws in groups if ws is not None and ws != all_warps))
+        shared = [stmts[i].opcode for i in groups.get(all_warps, ())]
+        if spare and any(_PRODUCER.match(o) or _CONSUMER.match(o) or _EPILOGUE.match(o) for o in shared):
+            roles.append(Item("roles", f"no role of their own ({_warps(spare)}): they run only the code every warp "
+                              "runs, which does work", Basis.EVIDENCE))
+        elif spare:
+            roles.append(Item("roles", f"idle ({_warps(spare)}): no code of their own, and the code every warp runs "
+                              "does no copies or math", Basis.EVIDENCE))
     full = sorted(ln for ln, f in k.elect.items() if f)
     if full:
         roles.append(Item("roles", f"elect.sync with membermask 0xffffffff (line(s) {', '.join(map(str, full[:6]))}): "
