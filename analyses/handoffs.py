@@ -30,6 +30,7 @@ from wsperf.analyses.correctness import (Basis, CorrectnessReport, DeadlockRepor
 from wsperf.analyses.worksheet import analyse
 from wsperf.analyses.worksheet_model import Barrier, KernelSheet, Wait, phase_arrivals
 from wsperf.collectors.bundle import Bundle, read_bundle, resolve
+from wsperf.collectors.cudagdb import WaitKind
 from wsperf.collectors.cubin import Cubin, Disassembly, find_cubins, functions
 from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.files import find_binary
@@ -142,6 +143,10 @@ class WaitHandoff:
     arrivers: tuple[str, ...]  # "<kind> by <role>, N thread(s) (line L)"
     flags: tuple[str, ...]  # worksheet flags on this barrier
     origin: str
+    # How the hung warps were tied to this wait: their source line (`.loc`), the SASS wait's
+    # shared-memory offset against the PTX's, or (an assumption) the kernel's only flagged barrier.
+    join: str = "source line"
+    join_basis: Basis = Basis.EVIDENCE
 
 
 def _name(path: str | None) -> str | None:
@@ -193,6 +198,76 @@ def wait_handoff(gs: list[GeneratedSheet], function: str, inner_source: str | No
     return None
 
 
+# The shared-memory operand of a SASS barrier instruction: [UR16+0xc060], [R5+0x8], [0x40].
+_SASS_SMEM = re.compile(r"\[([^\]]*)\]")
+_EXTERN_SHARED = re.compile(r"^\s*\.extern\s+\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)\s*\[\s*\]", re.M)
+_STATIC_SHARED = re.compile(r"^\s*(?:\.visible\s+|\.global\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+[\w$]+\s*\[",
+                            re.M)
+
+
+def sass_offset(instruction: str) -> tuple[int, bool] | None:
+    """The byte offset in a SASS barrier instruction's shared-memory operand, and whether
+    a register adds to it ([UR16+0xc060], [R35+URZ+0xc040]: the register may hold a stage's
+    offset, or more); None when it has no such operand."""
+    if not instruction or "SYNCS" not in instruction:
+        return None
+    m = _SASS_SMEM.search(instruction)
+    if m is None:
+        return None
+    off, reg = 0, False
+    for part in (x.strip() for x in m.group(1).split("+")):
+        if re.fullmatch(r"-?0x[0-9a-fA-F]+", part):
+            off += int(part, 16)
+        elif re.fullmatch(r"U?R\d+(?:\.\w+)*", part):
+            reg = True
+        elif part not in ("RZ", "URZ"):
+            return None
+    return off, reg
+
+
+def _dynamic_base(text: str) -> set[str]:
+    """The module's `.extern .shared` symbols whose offset 0 is the start of the CTA's
+    shared window as SASS addresses it: only when the module declares no static shared
+    variable (ptxas places those first). Measured on the H200 with Triton 3.6: the
+    mbarrier inits of `global_smem+49216` are `SYNCS.EXCH.64 [UR8+0xc040]` in the cubin."""
+    if _STATIC_SHARED.search(text):
+        return set()
+    return set(_EXTERN_SHARED.findall(text))
+
+
+def unlined_handoff(gs: list[GeneratedSheet], function: str, instruction: str, mbarrier: bool) -> WaitHandoff | None:
+    """The worksheet wait of hung warps whose code has no line info: by the SASS wait's
+    shared-memory offset against the barriers of the kernel's dynamic shared memory
+    (evidence), else the kernel's only barrier a worksheet flag names (an assumption:
+    which barrier the warps wait on is not read)."""
+    for g in gs:
+        if g.sheet.kernel != function:
+            continue
+        found = sass_offset(instruction)
+        base = _dynamic_base(g.text)
+        if found is not None and base:
+            off, reg = found
+            hits = [(b, w) for b in g.sheet.barriers if b.slots and b.name.split("+", 1)[0] in base
+                    and min(b.slots) <= off <= max(b.slots) for w in b.waiters]
+            if hits and len({b.name for b, _ in hits}) == 1 and len({w.parity for _, w in hits}) == 1:
+                b, w = hits[0]
+                sym = b.name.split("+", 1)[0]
+                if reg:  # a register adds to the offset: the array is the likely one, not a certainty
+                    return replace(_handoff(g, b, w), join=f"the SASS wait's offset {off:#x} ({sym}+{off}) lies "
+                                   f"in this array's slots; a register adds to it, so the array is inferred (no "
+                                   f"line info)", join_basis=Basis.ASSUMPTION)
+                return replace(_handoff(g, b, w), join=f"the SASS wait's address {off:#x} is {sym}+{off} in the "
+                                                       "PTX (no line info)")
+        flagged = [b for b in g.sheet.barriers if b.waiters and any(
+            f.basis is Basis.EVIDENCE and f.text.startswith(f"{b.name}:") for f in g.sheet.flags)]
+        if len(flagged) == 1 and mbarrier:
+            b = flagged[0]
+            return replace(_handoff(g, b, b.waiters[0]), join=f"the only barrier of {function} a worksheet flag "
+                                                              "names (no line info: the waiting PC is not tied "
+                                                              "to it)", join_basis=Basis.ASSUMPTION)
+    return None
+
+
 def _handoff(g: GeneratedSheet, b: Barrier, w: Wait) -> WaitHandoff:
     arrivers = [f"{a.kind} by {a.site.role}, {a.site.threads if a.site.threads is not None else '?'} "
                 f"thread(s) (PTX line {a.site.line}" + (f", {g.loc(a.site.line)}" if g.loc(a.site.line) else "") + ")"
@@ -211,13 +286,15 @@ def deadlock_causes(handoffs: list[tuple[str, str, WaitHandoff]]) -> list[Item]:
     out: list[Item] = []
     for who, where, h in handoffs:
         counts = sorted({c for c in h.init_counts if c is not None})
+        joined = "" if h.join == "source line" else f" (joined by {h.join})"
         if h.flags:
             for f in h.flags:
-                out.append(Item("cause", f"{who} wait at {where} on {h.barrier}: {f.split(': ', 1)[-1]}", E))
+                out.append(Item("cause", f"{who} wait at {where} on {h.barrier}: {f.split(': ', 1)[-1]}{joined}",
+                                h.join_basis))
         elif counts and h.arrivals_per_phase is not None and h.arrivals_per_phase < min(counts):
             out.append(Item("cause", f"{who} wait at {where} on {h.barrier}, initialized with count "
                                      f"{min(counts)} that gets {h.arrivals_per_phase} arrival(s) per phase: no phase "
-                                     f"completes; init with {h.arrivals_per_phase}", E))
+                                     f"completes; init with {h.arrivals_per_phase}{joined}", h.join_basis))
     # A cycle: each group waits on a barrier that only the other waiting groups arrive on.
     waiting_roles = {h.role for _, _, h in handoffs}
     if len(handoffs) > 1 and not any(i.aspect == "cause" for i in out):
@@ -228,10 +305,13 @@ def deadlock_causes(handoffs: list[tuple[str, str, WaitHandoff]]) -> list[Item]:
                 blocked.append(f"{who} wait on {h.barrier} (parity {h.parity or '?'}, {where}), which only "
                                f"{', '.join(sorted(by))} arrive(s) on")
         if len(blocked) == len(handoffs):
+            joins = [f"{h.barrier} by {h.join}" for _, _, h in handoffs if h.join != "source line"]
+            basis = Basis.ASSUMPTION if any(h.join_basis is Basis.ASSUMPTION for _, _, h in handoffs) else E
             out.append(Item("cause", "; ".join(blocked) + ": every arriver is itself waiting, so no phase can "
                                      "complete. With matching counts this is the phase: check the parity of each "
                                      "role's first wait (a producer's first wait on a fresh 'empty' barrier must "
-                                     "pass at once: parity 1)", E))
+                                     "pass at once: parity 1)" + (f" (joined: {'; '.join(joins)})" if joins else ""),
+                            basis))
     return out
 
 
@@ -404,7 +484,10 @@ def deadlock(ev: Any) -> DeadlockReport:
                   "(`wsperf analyze BUNDLE --source kernel.cu`, or `wsperf collect --source ...`), or rebuild with "
                   "PTX embedded (-gencode arch=compute_90a,code=[sm_90a,compute_90a]) and -lineinfo")
         return replace(rep, settle=settle)
-    found = [wait_handoff(gs, g.function, g.inner_source, g.source) for g in rep.groups]
+    found = [wait_handoff(gs, g.function, g.inner_source, g.source)
+             or (unlined_handoff(gs, g.function, g.instruction, g.wait is WaitKind.MBARRIER)
+                 if not (g.inner_source or g.source) else None)
+             for g in rep.groups]
     groups = []
     joined = []
     for g, h in zip(rep.groups, found):
@@ -412,11 +495,11 @@ def deadlock(ev: Any) -> DeadlockReport:
             groups.append(g)
             continue
         role = h.role.split(" (", 1)[0]
-        groups.append(replace(g, role=role, role_basis=Basis.EVIDENCE,
+        groups.append(replace(g, role=role, role_basis=h.join_basis,
                               role_reason=f"the PTX wait at line {h.ptx_line} ({h.source}) is in the worksheet's "
-                                          f"role {h.role}"))
+                                          f"role {h.role}" + ("" if h.join == "source line" else f"; joined by {h.join}")))
         who = f"{role}s ({h.role.split(' (', 1)[1].rstrip(')')})" if " (" in h.role else h.role
-        joined.append((who, g.source or h.source, h))
+        joined.append((who, g.source or (h.source if h.source != "?" else f"{g.function}+{g.offset:#x}"), h))
     causes = deadlock_causes(joined)
     settle = ""
     if not any(found):

@@ -20,6 +20,7 @@ sass=(-gencode arch=compute_90a,code=sm_90a)                 # SASS only: the wo
 pids=()
 nvcc "${ptx[@]}" -O3 -lineinfo -o "$build/ws_deadlock" fixtures/src/broken/ws_deadlock.cu & pids+=($!)
 nvcc "${sass[@]}" -O3 -lineinfo -o "$build/ws_phase" fixtures/src/broken/ws_phase.cu & pids+=($!)
+nvcc "${ptx[@]}" -O3 -o "$build/ws_deadlock_nolines" fixtures/src/broken/ws_deadlock.cu & pids+=($!)  # no -lineinfo
 nvcc "${ptx[@]}" -O3 -lineinfo -o "$build/release_warp_synced" fixtures/src/ws_stream.cu & pids+=($!)
 nvcc "${ptx[@]}" -O3 -lineinfo -DWS_RELEASE_PER_THREAD=1 -o "$build/release_per_thread" fixtures/src/ws_stream.cu & pids+=($!)
 nvcc "${ptx[@]}" -O3 -lineinfo -DWS_RELEASE_UNSYNCED=1 -o "$build/release_unsynced" fixtures/src/ws_stream.cu & pids+=($!)
@@ -38,6 +39,13 @@ run() {  # name, expected exit code, collect arguments... (ONLY="a b": only thos
 }
 run deadlock_ptx 4 --timeout 20 -- "$build/ws_deadlock"
 run phase_source 4 --timeout 20 --source fixtures/src/broken/ws_phase.cu -- "$build/ws_phase"
+# Without line info: the hang is tied to its barrier by the kernel's name and the SASS
+# wait's shared-memory offset (Triton), or to the kernel's only flagged barrier (C++).
+run deadlock_nolines 4 --timeout 20 -- "$build/ws_deadlock_nolines"
+run gluon_count2_nolines 4 --timeout 40 -- env TRITON_DISABLE_LINE_INFO=1 python3 fixtures/src/gluon_ws_rowsum.py \
+    --bug count2
+run gluon_phase_nolines 4 --timeout 40 -- env TRITON_DISABLE_LINE_INFO=1 python3 fixtures/src/gluon_ws_rowsum.py \
+    --bug phase
 run release_per_thread 0 --kernel ws_stream --timeout 60 -- "$build/release_per_thread" healthy
 run release_warp_synced 3 --kernel ws_stream --timeout 60 -- "$build/release_warp_synced" healthy
 run release_warp_synced_accepted 0 --kernel ws_stream --timeout 60 --accept-race warp-synced-single-lane-release \
