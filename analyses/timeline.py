@@ -10,6 +10,14 @@ where the pipeline bubbles are. SQL over the tables `collectors/timeline.py` fil
   `serialized-roles` verdict, which the timeline's copy/compute overlap decides (with
   `--report`, beside what the launch's PC samples say).
 
+Truncated timelines: a warp that filled its slots before its kernel end lost its later
+events (the views timeline_cut_warps / timeline_truncation), so nothing after its last
+record is known. A role with a cut warp gets no shares (None: no_data), both verdicts are
+no_data for the timeline's part, and each lane CTA's occupancy stops at its first cut;
+`truncation` carries the reason, the warps and the slots per warp that would have sufficed.
+Roles whose warps all ended in their slots keep their shares: those use their own warps'
+lifetimes only.
+
 Stage occupancy: a stage is full from the end of the producer's copy of tile `seq` to the
 end of the last consumer compute on that tile (its release), per CTA; the occupancy is
 the number of full stages over time.
@@ -43,8 +51,9 @@ class RoleShare:
     event: str
     warps: int
     intervals: int
-    share: float  # sum of the event's interval durations over the role's summed warp lifetimes
-    median_ns: float
+    share: float | None  # sum of the event's interval durations over the role's summed warp lifetimes; None: no_data (cut warps)
+    median_ns: float  # of the recorded intervals
+    cut_warps: int = 0  # the role's warps whose later events were dropped: share is None
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,34 @@ class Occupancy:
     cta: int
     t_ns: int
     full_stages: int
+
+
+@dataclass(frozen=True)
+class WarpCut:
+    """One warp whose later events were dropped (a timeline_cut_warps row)."""
+
+    cta: int
+    warp: int
+    role: str
+    records: int
+    first_ns: int
+    last_ns: int  # its last record: nothing of this warp is known after it
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """What a timeline's cut warps leave unknown (its timeline_truncation row): `reason` is
+    the sentence each no_data figure carries."""
+
+    cut_warps: int
+    warps: int
+    cut_ctas: int
+    ctas: int
+    slots_per_warp: int
+    slots_needed: int  # an estimate, a power of two (see `lower_bound`)
+    lower_bound: bool  # no launch duration to carry the rates to: at least slots_needed
+    reason: str
+    cuts: tuple[WarpCut, ...]
 
 
 @dataclass(frozen=True)
@@ -107,6 +144,7 @@ class TimelineSummary:
     # (False: `--report` held the function only with other template arguments).
     launch_kernel: str | None = None
     same_instance: bool = True
+    truncation: Truncation | None = None  # None: every traced warp ended in its slots (or the source names no buffer)
 
 
 @dataclass(frozen=True)
@@ -152,15 +190,22 @@ def summarize_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int) -> Time
     if row is None:
         raise InputError(f"no timeline {timeline_id} in the store")
     tid, path, fmt, kernel, lid, from_report, launch_kernel, events, full, ctas, warps, span = row
+    # A cut warp's lifetime runs past its last record: its role's shares are unknown.
     roles = tuple(RoleShare(*r) for r in con.execute(
-        """WITH life AS (
+        """WITH cut AS (SELECT cta, warp, true AS cut FROM timeline_cut_warps WHERE timeline_id = $t),
+           life AS (
                SELECT cta, warp, any_value(role) AS role, max(t_ns) - min(t_ns) AS life_ns
                FROM timeline_events WHERE timeline_id = $t GROUP BY cta, warp),
-           per_role AS (SELECT role, count(*) AS warps, sum(life_ns) AS life_ns FROM life GROUP BY role)
-           SELECT i.role, i.event, p.warps, count(*), sum(i.dur_ns) / nullif(p.life_ns, 0), median(i.dur_ns)
+           per_role AS (
+               SELECT role, count(*) AS warps, sum(life_ns) AS life_ns, count(cut.cut) AS cut_warps
+               FROM life LEFT JOIN cut USING (cta, warp) GROUP BY role)
+           SELECT i.role, i.event, p.warps, count(*),
+                  CASE WHEN p.cut_warps = 0 THEN sum(i.dur_ns) / nullif(p.life_ns, 0) END, median(i.dur_ns),
+                  p.cut_warps
            FROM timeline_intervals i JOIN per_role p USING (role)
            WHERE i.timeline_id = $t AND i.event <> 'kernel'
-           GROUP BY i.role, i.event, p.warps, p.life_ns ORDER BY i.role, i.event""", {"t": tid}).fetchall())
+           GROUP BY i.role, i.event, p.warps, p.life_ns, p.cut_warps ORDER BY i.role, i.event""",
+        {"t": tid}).fetchall())
     lanes = f"""cta IN (SELECT DISTINCT cta FROM timeline_events WHERE timeline_id = $t ORDER BY cta LIMIT {LANE_CTAS})"""
     intervals = tuple(Interval(*r) for r in con.execute(
         f"""SELECT cta, sm, warp, role, event, label, stage, seq, start_ns, end_ns FROM timeline_intervals
@@ -170,16 +215,22 @@ def summarize_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int) -> Time
         f"""SELECT cta, sm, warp, role, event, label, stage, seq, t_ns, t_ns FROM timeline_events
             WHERE timeline_id = $t AND phase = 'instant' AND {lanes} ORDER BY cta, warp, t_ns LIMIT {MAX_INTERVALS}""",
         {"t": tid}).fetchall())
+    # Up to a CTA's first cut every warp of it is recorded, so its occupancy is exact there;
+    # past it fills and frees are missing, and no step is shown.
     occupancy = tuple(Occupancy(*r) for r in con.execute(
-        f"""WITH filled AS (
+        f"""WITH cut AS (SELECT cta, min(last_ns) AS cut_ns FROM timeline_cut_warps WHERE timeline_id = $t GROUP BY cta),
+            filled AS (
                 SELECT cta, seq, max(end_ns) AS t FROM timeline_intervals
                 WHERE timeline_id = $t AND event = 'copy' AND role <> 'consumer' AND {lanes} GROUP BY cta, seq),
             freed AS (
                 SELECT cta, seq, max(end_ns) AS t FROM timeline_intervals
                 WHERE timeline_id = $t AND event = 'compute' AND role <> 'producer' AND {lanes} GROUP BY cta, seq),
-            steps AS (SELECT cta, t, 1 AS d FROM filled UNION ALL SELECT cta, t, -1 FROM freed)
-            SELECT cta, t, CAST(sum(sum(d)) OVER (PARTITION BY cta ORDER BY t) AS INTEGER)
-            FROM steps GROUP BY cta, t ORDER BY cta, t""", {"t": tid}).fetchall())
+            steps AS (SELECT cta, t, 1 AS d FROM filled UNION ALL SELECT cta, t, -1 FROM freed),
+            occ AS (SELECT cta, t, CAST(sum(sum(d)) OVER (PARTITION BY cta ORDER BY t) AS INTEGER) AS full_stages
+                    FROM steps GROUP BY cta, t)
+            SELECT cta, t, full_stages FROM occ LEFT JOIN cut USING (cta)
+            WHERE cut.cut_ns IS NULL OR t <= cut.cut_ns ORDER BY cta, t""", {"t": tid}).fetchall())
+    truncation = _truncation(con, tid)
     if from_report:
         build_roles(con, [lid])  # serialized-roles reads the launch's PC samples by role
     verdicts = evaluate(con, [lid])
@@ -190,7 +241,19 @@ def summarize_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int) -> Time
         "ORDER BY metric, t_ns", [lid]).fetchall())
     return TimelineSummary(tid, path, fmt, kernel, lid, bool(from_report), events, ctas, warps, span or 0, full,
                            roles, intervals, instants, occupancy, bubbles, pm, serialized, launch_kernel,
-                           kernel_instance(kernel or "") in kernel_instance(launch_kernel or ""))
+                           kernel_instance(kernel or "") in kernel_instance(launch_kernel or ""), truncation)
+
+
+def _truncation(con: duckdb.DuckDBPyConnection, timeline_id: int) -> Truncation | None:
+    row = con.execute(
+        "SELECT cut_warps, warps, cut_ctas, ctas, slots_per_warp, slots_needed, lower_bound, reason "
+        "FROM timeline_truncation WHERE timeline_id = ?", [timeline_id]).fetchone()
+    if row is None:
+        return None
+    cuts = tuple(WarpCut(*r) for r in con.execute(
+        "SELECT cta, warp, role, records, first_ns, last_ns FROM timeline_cut_warps WHERE timeline_id = ? "
+        "ORDER BY cta, warp", [timeline_id]).fetchall())
+    return Truncation(*row, cuts)
 
 
 def export_timeline(con: duckdb.DuckDBPyConnection, timeline_id: int, limit: int = 2_000_000) -> TimelineExport:

@@ -19,7 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from wsperf.analyses.hypotheses import Finding
-from wsperf.analyses.timeline import TimelineExport, TimelineSummary, export_timeline, load_timelines, summarize_timeline
+from wsperf.analyses.timeline import (RoleShare, TimelineExport, TimelineSummary, export_timeline, load_timelines,
+                                      summarize_timeline)
 from wsperf.cli.common import check_outputs, emit, error_boundary, load_progress
 from wsperf.cli.render import OutputFormat, _jsonable, duration, md, plain, version
 from wsperf.collectors.errors import InputError
@@ -134,6 +135,20 @@ def _verdicts(s: TimelineSummary) -> list[Finding]:
     return [f for f in (s.bubbles, s.serialized) if f is not None]
 
 
+def _share(r: RoleShare) -> str:
+    # None: the role has cut warps, whose time past their last record is unknown.
+    return "no_data" if r.share is None else f"{100 * r.share:.1f}%"
+
+
+def _cut_line(s: TimelineSummary) -> str | None:
+    """The reason every figure a cut leaves unknown is no_data (None: nothing was cut)."""
+    if s.truncation is None:
+        return None
+    roles = sorted({c.role for c in s.truncation.cuts})
+    return (f"truncated: {s.truncation.reason}. no_data: the {', '.join(roles)} shares, pipeline-bubbles, "
+            "the timeline's overlap in serialized-roles, and each CTA's stage occupancy past its first cut")
+
+
 def timeline_text(summaries: list[TimelineSummary], console: Console) -> None:
     for s in summaries:
         console.print(plain(_head(s)))
@@ -141,9 +156,10 @@ def timeline_text(summaries: list[TimelineSummary], console: Console) -> None:
         for c in ("role", "event", "warps", "intervals", "share of warp time", "median"):
             t.add_column(c, justify="left" if c in ("role", "event") else "right")
         for r in s.roles:
-            t.add_row(plain(r.role), plain(r.event), str(r.warps), str(r.intervals), f"{100 * (r.share or 0):.1f}%",
-                      duration(r.median_ns))
+            t.add_row(plain(r.role), plain(r.event), str(r.warps), str(r.intervals), _share(r), duration(r.median_ns))
         console.print(t)
+        if (cut := _cut_line(s)) is not None:
+            console.print(plain(cut))
         for f in _verdicts(s):
             console.print(plain(f"{f.id}: {f.status.value} - {f.summary}"))
         console.print()
@@ -155,6 +171,8 @@ def _dict(s: TimelineSummary) -> dict[str, Any]:
             "same_instance": s.same_instance, "events": s.events, "ctas": s.ctas,
             "warps": s.warps, "span_ns": s.span_ns, "full_warps": s.full_warps,
             "roles": [_jsonable(r) for r in s.roles],
+            # null: nothing cut; else the reason, the cut warps and the slots that would have sufficed
+            "truncation": _jsonable(s.truncation),
             "pipeline_bubbles": _finding(s.bubbles), "serialized_roles": _finding(s.serialized)}
 
 
@@ -172,8 +190,10 @@ def timeline_markdown(summaries: list[TimelineSummary]) -> str:
     for s in summaries:
         out += [md(_head(s)), "", "| role | event | warps | intervals | share of warp time | median |",
                 "| --- | --- | ---: | ---: | ---: | ---: |"]
-        out += [f"| {md(r.role)} | {md(r.event)} | {r.warps} | {r.intervals} | {100 * (r.share or 0):.1f}% | "
+        out += [f"| {md(r.role)} | {md(r.event)} | {r.warps} | {r.intervals} | {_share(r)} | "
                 f"{duration(r.median_ns)} |" for r in s.roles]
+        if (cut := _cut_line(s)) is not None:
+            out += ["", f"**{md(cut)}**"]
         for f in _verdicts(s):
             out += ["", f"**{f.id}: {f.status.value}** - {md(f.summary)}"]
         out.append("")

@@ -60,7 +60,7 @@ class TimelineLoad:
     kernel: str | None
     launch_id: int
     events: int
-    full_warps: int
+    full_warps: int  # warps cut: they filled their slots before their kernel end (timeline_cut_warps)
 
 
 def timeline_schema_sql() -> str:
@@ -131,13 +131,6 @@ def parse_wsperf_trace(data: bytes, source: str) -> tuple[tf.TraceHeader, dict[s
         cols["stage"].append(None if stage == tf.NO_STAGE else stage)
         cols["seq"].append(seq)
     return header, cols
-
-
-def _full_warps(cols: dict[str, list], slots: int) -> int:
-    counts: dict[tuple[int, int], int] = {}
-    for c, w in zip(cols["cta"], cols["warp"]):
-        counts[(c, w)] = counts.get((c, w), 0) + 1
-    return sum(1 for n in counts.values() if n >= slots)
 
 
 def _num(text: Any, key: str) -> int | None:
@@ -260,7 +253,6 @@ class ParsedTrace:
     sha256: str
     size_bytes: int
     shape: tuple[int | None, int | None, int | None, int | None]  # ctas, cta_stride, warps_per_cta, slots_per_warp
-    full_warps: int
     columns: dict[str, list]  # COLUMNS, t_ns absolute
 
 
@@ -272,12 +264,11 @@ def read_trace(path: str | Path) -> ParsedTrace:
     if p.name.lower().endswith(WSPERF_SUFFIX) or data.startswith(b'{"format":"wsperf-trace"'):
         header, cols = parse_wsperf_trace(data, str(p))
         parsed = ParsedTrace(p, tf.FORMAT, header.kernel or None, digest, len(data),
-                             (header.ctas, header.cta_stride, header.warps_per_cta, header.slots_per_warp),
-                             _full_warps(cols, header.slots_per_warp), cols)
+                             (header.ctas, header.cta_stride, header.warps_per_cta, header.slots_per_warp), cols)
     else:
         kernel, cols = parse_chrome_trace(data, str(p))
         parsed = ParsedTrace(p, "chrome-trace", kernel or p.name.split(".")[0], digest, len(data),
-                             (None, None, None, None), 0, cols)
+                             (None, None, None, None), cols)
     if not cols["t_ns"]:
         raise InputError(f"{p}: holds no events (did the kernel run with tracing on, and was the buffer copied back?)")
     return parsed
@@ -301,7 +292,7 @@ def load_timeline(con: duckdb.DuckDBPyConnection, trace: str | Path | ParsedTrac
             launch_id = _own_launch(con, t)
         con.execute("INSERT INTO timelines VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [tid, str(t.path.resolve()), t.sha256, t.size_bytes, t.format, t.kernel, launch_id, max(t0, 0),
-                     *t.shape, n, t.full_warps, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
+                     *t.shape, n, 0, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
         table = pa.table({"timeline_id": pa.array([tid] * n, pa.int32()),
                           "launch_id": pa.array([launch_id] * n, pa.int64()),
                           **{c: cols[c] for c in COLUMNS}})
@@ -310,7 +301,11 @@ def load_timeline(con: duckdb.DuckDBPyConnection, trace: str | Path | ParsedTrac
             con.execute("INSERT INTO timeline_events BY NAME SELECT * FROM _wsperf_timeline")
         finally:
             con.unregister("_wsperf_timeline")
-    return TimelineLoad(tid, t.path, t.format, t.kernel, launch_id, n, t.full_warps)
+        # Which warps were cut is the view's rule (filled slots, last record not the warp's
+        # kernel end), so the count and the rows that name them cannot disagree.
+        ((full,),) = con.execute("SELECT count(*) FROM timeline_cut_warps WHERE timeline_id = ?", [tid]).fetchall()
+        con.execute("UPDATE timelines SET full_warps = ? WHERE timeline_id = ?", [full, tid])
+    return TimelineLoad(tid, t.path, t.format, t.kernel, launch_id, n, full)
 
 
 def _own_launch(con: duckdb.DuckDBPyConnection, t: ParsedTrace) -> int:

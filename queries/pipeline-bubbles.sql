@@ -7,7 +7,8 @@ evidence:
   - steady_idle_share - per consumer warp, the gaps between consecutive compute intervals over the span from its first compute to its last (mean over warps)
   - epilogue_share - last consumer compute to CTA exit (the CTA's last event), as a share of the CTA's time
   - overlap - timeline_overlap: share of producer copy intervals whose midpoint falls inside a consumer compute interval of the same CTA (a steady-state bubble needs idle consumers and copies that do not overlap compute)
-requires: [timeline_events, timeline_overlap]
+  - cut_warps, slots_per_warp, slots_needed - timeline_truncation: traced warps that filled their slots before their kernel end. Every share above runs to the CTA's end, which lies past a cut warp's last record, so with any warp cut the verdict is no_data (its reason names the warps and the slots per warp that would have sufficed) and the shares are left out
+requires: [timeline_events, timeline_overlap, timeline_truncation]
 missing: >
   no role timeline in the store: collect one with the wsperf_trace.cuh macros (build with
   `wsperf trace-include`) or a Proton / Chrome trace, then `wsperf timeline TRACE --report R`
@@ -54,6 +55,13 @@ overlap AS (
     SELECT launch_id, overlap, copy_intervals FROM timeline_overlap
     WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
+-- Warps whose later events were dropped (queries/timeline_schema.sql).
+cut AS (
+    SELECT launch_id, CAST(sum(cut_warps) AS BIGINT) AS cut_warps, max(slots_per_warp) AS slots_per_warp,
+           max(slots_needed) AS slots_needed, string_agg(reason, '; ' ORDER BY timeline_id) AS reason
+    FROM timeline_truncation WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
+    GROUP BY launch_id
+),
 cta AS (
     SELECT launch_id, timeline_id, cta, min(t_ns) AS t_start, max(t_ns) AS t_end
     FROM ev GROUP BY ALL
@@ -90,10 +98,12 @@ v AS (
            (SELECT count(*) FROM ev WHERE ev.launch_id = l.launch_id) AS events,
            m.prologue_share, m.epilogue_share, m.ctas, m.cta_ns, m.stages,
            (SELECT avg(idle_share) FROM per_warp AS w WHERE w.launch_id = l.launch_id) AS steady_idle_share,
-           o.overlap, coalesce(o.copy_intervals, 0) AS copy_intervals
+           o.overlap, coalesce(o.copy_intervals, 0) AS copy_intervals,
+           coalesce(k.cut_warps, 0) AS cut_warps, k.slots_per_warp, k.slots_needed, k.reason AS cut_reason
     FROM launches AS l
     LEFT JOIN m USING (launch_id)
     LEFT JOIN overlap AS o USING (launch_id)
+    LEFT JOIN cut AS k USING (launch_id)
     WHERE l.launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
 r AS (
@@ -110,7 +120,7 @@ r AS (
 SELECT
     launch_id,
     CASE
-        WHEN events = 0 OR prologue_share IS NULL THEN 'no_data'
+        WHEN events = 0 OR prologue_share IS NULL OR cut_warps > 0 THEN 'no_data'
         WHEN prologue_share >= $min_prologue_share OR epilogue_share >= $min_epilogue_share
              OR (steady_idle_share >= $min_steady_idle_share AND coalesce(overlap, 0) <= $max_overlap)
             THEN 'confirmed'
@@ -120,6 +130,9 @@ SELECT
         WHEN events = 0 THEN
             'no role timeline for this launch: collect one with the wsperf_trace.cuh macros (`wsperf trace-include`) '
             || 'and load it with `wsperf timeline TRACE --report R`'
+        WHEN cut_warps > 0 THEN
+            'no shares past a cut warp''s last record: ' || cut_reason
+            || '; trace again with that many (wsperf_trace_alloc''s slots_per_warp)'
         WHEN prologue_share IS NULL THEN
             'the timeline has no consumer compute intervals: collect WSPERF_BEGIN/WSPERF_END around WSPERF_EV_COMPUTE in the consumer warps'
         ELSE printf('prologue %.0f%%, consumers idle %.0f%% between stages, epilogue %.0f%% of the CTA; '
@@ -127,12 +140,16 @@ SELECT
                     100 * prologue_share, 100 * coalesce(steady_idle_share, 0), 100 * epilogue_share,
                     100 * coalesce(overlap, 0), ctas, cta_ns / 1000.0)
     END AS summary,
-    CASE WHEN prologue_share IS NULL THEN NULL ELSE bubble END AS bubble,
-    round(prologue_share, 4) AS prologue_share,
-    round(steady_idle_share, 4) AS steady_idle_share,
-    round(epilogue_share, 4) AS epilogue_share,
+    -- A cut warp leaves every share unknown: none is shown (the CTA's end is past the cut).
+    CASE WHEN prologue_share IS NULL OR cut_warps > 0 THEN NULL ELSE bubble END AS bubble,
+    CASE WHEN cut_warps = 0 THEN round(prologue_share, 4) END AS prologue_share,
+    CASE WHEN cut_warps = 0 THEN round(steady_idle_share, 4) END AS steady_idle_share,
+    CASE WHEN cut_warps = 0 THEN round(epilogue_share, 4) END AS epilogue_share,
     round(overlap, 4) AS overlap,
     copy_intervals,
     ctas,
-    stages
+    stages,
+    cut_warps,
+    slots_per_warp,
+    slots_needed
 FROM r

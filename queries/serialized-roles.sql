@@ -7,9 +7,10 @@ evidence:
   - other kernels: share of PC samples stalled on long_scoreboard (waiting for loaded data) inside loops
   - mbarrier stages: how many phase-tracked barriers the prologue initializes (SYNCS.EXCH)
   - role timeline, where one is loaded for the launch: timeline_overlap.overlap, the share of producer copy intervals that run during consumer compute (pipeline-bubbles' overlap). It measures the question itself, so it decides the verdict; the PC-sample verdict is kept in the summary
+  - cut_warps - timeline_overlap.cut_warps, traced warps whose later events the trace buffer dropped. With any cut the overlap is unknown (NULL): the PC samples decide alone, and the summary says why the timeline could not
 optional:
   # Created when a role timeline loads (queries/timeline_schema.sql); the stand-in's columns.
-  timeline_overlap: launch_id BIGINT, overlap DOUBLE, copy_intervals BIGINT
+  timeline_overlap: launch_id BIGINT, overlap DOUBLE, copy_intervals BIGINT, cut_warps BIGINT, cut_reason VARCHAR
 threshold:
   min_consumer_wait_share: 0.10   # consumers wait for each stage
   min_producer_wait_share: 0.30   # and the producer waits for each slot
@@ -77,12 +78,12 @@ m AS (
 ),
 -- The role timeline's copy/compute overlap (an empty stand-in while no timeline is loaded).
 tl AS (
-    SELECT launch_id, overlap, copy_intervals FROM timeline_overlap
+    SELECT launch_id, overlap, copy_intervals, cut_warps, cut_reason FROM timeline_overlap
     WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
 v AS (
     SELECT l.launch_id, w.warp_specialized, r.*, ld.loop_load_wait_share, m.dram_pct,
-           coalesce(s.mbarrier_inits, 0) AS mbarrier_inits, tl.overlap, tl.copy_intervals
+           coalesce(s.mbarrier_inits, 0) AS mbarrier_inits, tl.overlap, tl.copy_intervals, tl.cut_warps, tl.cut_reason
     FROM launches AS l
     LEFT JOIN warp_specialization AS w USING (launch_id)
     LEFT JOIN role_balance AS r USING (launch_id)
@@ -138,7 +139,9 @@ SELECT
          WHEN overlap <= $max_overlap THEN 'confirmed'
          ELSE 'rejected'
     END AS status,
-    CASE WHEN overlap IS NULL THEN pc_summary
+    CASE WHEN overlap IS NULL AND cut_warps > 0
+             THEN pc_summary || '; the role timeline cannot say (no overlap past a cut warp''s last record): ' || cut_reason
+         WHEN overlap IS NULL THEN pc_summary
          ELSE printf('the role timeline shows copy and compute %s: %.0f%% of %d producer copies run during consumer compute',
                      CASE WHEN overlap <= $max_overlap THEN 'taking turns' ELSE 'overlapping' END,
                      100 * overlap, copy_intervals)
@@ -151,5 +154,6 @@ SELECT
     round(dram_pct, 2) AS dram_pct,
     mbarrier_inits,
     round(overlap, 4) AS overlap,
-    copy_intervals
+    copy_intervals,
+    cut_warps
 FROM pc

@@ -1,8 +1,9 @@
 /*
 What `wsperf.collectors.timeline.load_timeline` writes: one row per loaded trace file
 (`timelines`) and one per recorded event (`timeline_events`), plus the views
-`timeline_intervals` (each begin paired with its end) and `timeline_overlap` (copy/compute
-overlap per launch). Applied by the loader before it
+`timeline_intervals` (each begin paired with its end), `timeline_cut_warps` and
+`timeline_truncation` (warps whose later events the buffer dropped, and what that costs)
+and `timeline_overlap` (copy/compute overlap per launch). Applied by the loader before it
 writes; every statement is idempotent (CREATE ... IF NOT EXISTS).
 
 Sources: the wsperf trace format (collectors/include/wsperf_trace.cuh, documented in
@@ -32,7 +33,7 @@ CREATE TABLE IF NOT EXISTS timelines (
     warps_per_cta INTEGER,            -- warps per CTA the buffer had slots for (wsperf header); NULL for Chrome traces
     slots_per_warp INTEGER,           -- records per warp the buffer held (wsperf header); NULL for Chrome traces
     events BIGINT NOT NULL,           -- rows in timeline_events from this file
-    full_warps INTEGER NOT NULL,      -- warps whose slots all filled: later events of those warps were dropped (0 for Chrome traces)
+    full_warps INTEGER NOT NULL,      -- warps whose slots all filled before their kernel end: their later events were dropped (timeline_cut_warps; 0 for Chrome traces)
     loaded_at TIMESTAMP NOT NULL      -- UTC time wsperf loaded it
 );
 
@@ -73,12 +74,95 @@ JOIN timeline_events AS e
   ON e.timeline_id = b.timeline_id AND e.cta = b.cta AND e.warp = b.warp AND e.event = b.event
  AND e.seq = b.seq AND b.phase = 'begin' AND e.phase = 'end';
 
+-- Warps whose later events were dropped: they filled all slots_per_warp records of their
+-- slice of the buffer (wsperf_trace.cuh writes nothing past it) and their last record is not
+-- their own `kernel` end. A warp whose last record is its kernel end filled its slots exactly
+-- and lost nothing. Nothing after a cut warp's last record is known: not when it waited or
+-- worked, not when it exited, so neither the CTA's end. Chrome traces name no buffer: no rows.
+-- slots_needed: the records the warp would have written, an estimate, its event rate over
+-- the recorded window carried to the kernel's end (the timeline's last recorded event, or
+-- the joined Nsight Compute launch's duration where that is later).
+CREATE OR REPLACE VIEW timeline_cut_warps AS
+WITH w AS (
+    SELECT timeline_id, cta, warp, any_value(launch_id) AS launch_id, any_value(role) AS role,
+           count(*) AS records, min(t_ns) AS first_ns, max(t_ns) AS last_ns,
+           max(t_ns) FILTER (WHERE event = 'kernel' AND phase = 'end') AS exit_ns
+    FROM timeline_events GROUP BY timeline_id, cta, warp
+),
+span AS (SELECT timeline_id, max(t_ns) AS end_ns FROM timeline_events GROUP BY timeline_id)
+SELECT
+    w.timeline_id,                     -- timelines.timeline_id
+    w.launch_id,                       -- timelines.launch_id
+    w.cta,                             -- linear CTA index
+    w.warp,                            -- warp index inside the CTA
+    w.role,                            -- the warp's role
+    w.records,                         -- records the warp wrote (= slots_per_warp)
+    t.slots_per_warp,                  -- records per warp the buffer held
+    w.first_ns,                        -- its first record, ns from the timeline's first event
+    w.last_ns,                         -- its last record (ns): the cut, nothing of this warp is known after it
+    CAST(ceil(w.records * (greatest(s.end_ns, coalesce(l.duration_ns, 0)) - w.first_ns)
+              / nullif(w.last_ns - w.first_ns, 0)) AS BIGINT) AS slots_needed  -- records it would have written (estimate; NULL: one instant)
+FROM w
+JOIN timelines AS t USING (timeline_id)
+JOIN span AS s USING (timeline_id)
+LEFT JOIN launches AS l ON l.launch_id = w.launch_id
+WHERE w.records >= t.slots_per_warp AND (w.exit_ns IS NULL OR w.exit_ns < w.last_ns);
+
+-- Per timeline with cut warps: how many, where, and the slots per warp that would have
+-- sufficed (the largest slots_needed, at least one more than the buffer held, rounded up to
+-- a power of two). Without a joined launch's duration, the kernel's end is itself only as
+-- late as the last record, so the count is a lower bound ("at least"). `reason` is the
+-- sentence every figure left no_data by the cut carries. No row for a complete timeline.
+CREATE OR REPLACE VIEW timeline_truncation AS
+WITH per_role AS (
+    SELECT timeline_id, role,
+           role || CASE WHEN count(DISTINCT warp) = 1 THEN ' warp ' ELSE ' warps ' END
+                || array_to_string(list_sort(list(DISTINCT warp)), ', ') AS warps_text
+    FROM timeline_cut_warps GROUP BY timeline_id, role
+),
+cut AS (
+    SELECT c.timeline_id, any_value(c.launch_id) AS launch_id, count(*) AS cut_warps,
+           count(DISTINCT c.cta) AS cut_ctas, any_value(c.slots_per_warp) AS slots_per_warp,
+           CAST(2 ** ceil(log2(greatest(coalesce(max(c.slots_needed), 2 * any_value(c.slots_per_warp)),
+                                        any_value(c.slots_per_warp) + 1))) AS BIGINT) AS slots_needed,
+           bool_and(l.duration_ns IS NULL) AS lower_bound
+    FROM timeline_cut_warps AS c LEFT JOIN launches AS l USING (launch_id)
+    GROUP BY c.timeline_id
+),
+traced AS (
+    SELECT timeline_id, count(DISTINCT (cta, warp)) AS warps, count(DISTINCT cta) AS ctas
+    FROM timeline_events WHERE timeline_id IN (SELECT timeline_id FROM cut) GROUP BY timeline_id
+)
+SELECT
+    c.timeline_id,        -- timelines.timeline_id
+    c.launch_id,          -- timelines.launch_id
+    c.cut_warps,          -- warps whose later events were dropped
+    t.warps,              -- warps traced
+    c.cut_ctas,           -- CTAs holding a cut warp
+    t.ctas,               -- CTAs traced
+    c.slots_per_warp,     -- records per warp the buffer held
+    c.slots_needed,       -- records per warp that would have sufficed (estimate, a power of two)
+    c.lower_bound,        -- true: no launch duration to carry the rates to, slots_needed is a lower bound
+    printf('%d of %d traced warps (%s, in %d of %d CTAs) filled their %d slots before their kernel end, so '
+           || 'their later events were dropped and the time after each one''s last record is unknown; '
+           || '%s %d slots per warp would have sufficed (estimated from each such warp''s event rate over its '
+           || 'recorded window, carried to %s; rounded up to a power of two)',
+           c.cut_warps, t.warps, (SELECT string_agg(warps_text, '; ' ORDER BY role) FROM per_role AS r
+                                  WHERE r.timeline_id = c.timeline_id),
+           c.cut_ctas, t.ctas, c.slots_per_warp, CASE WHEN c.lower_bound THEN 'at least' ELSE 'about' END,
+           c.slots_needed,
+           CASE WHEN c.lower_bound THEN 'the last recorded event, which the kernel''s end may be past'
+                ELSE 'the Nsight Compute launch''s duration' END) AS reason  -- the no_data reason (text)
+FROM cut AS c JOIN traced AS t USING (timeline_id);
+
 -- Per launch: how much of the producers' copying runs while consumers compute. A copy
 -- overlaps when its midpoint falls inside a compute interval of a consumer warp of the same
 -- CTA (compute by any non-producer warp, copies by any non-consumer warp: a trace without
 -- roles, all 'other', still counts). One ring stage gives about 0 (copy and compute take
 -- turns), four about 1 (fixtures/timeline: ring1 0.000, ring4 0.969). The figure both
--- `pipeline-bubbles` and `serialized-roles` cite. No row for a launch without copies.
+-- `pipeline-bubbles` and `serialized-roles` cite. No row for a launch without copies. Where a
+-- warp of the launch's timelines was cut (timeline_truncation), the copies and computes after
+-- its cut are missing and the overlap is NULL (no_data), with the reason.
 CREATE OR REPLACE VIEW timeline_overlap AS
 WITH copies AS (SELECT * FROM timeline_intervals WHERE event = 'copy' AND role <> 'consumer'),
 comp AS (SELECT * FROM timeline_intervals WHERE event = 'compute' AND role <> 'producer'),
@@ -89,14 +173,24 @@ hits AS (
       ON k.timeline_id = c.timeline_id AND k.cta = c.cta
      AND k.start_ns <= (c.start_ns + c.end_ns) / 2 AND k.end_ns > (c.start_ns + c.end_ns) / 2
     GROUP BY ALL
+),
+cut AS (
+    SELECT launch_id, CAST(sum(cut_warps) AS BIGINT) AS cut_warps, string_agg(reason, '; ' ORDER BY timeline_id) AS reason
+    FROM timeline_truncation GROUP BY launch_id
+),
+o AS (
+    SELECT launch_id, avg(CASE WHEN hit THEN 1.0 ELSE 0.0 END) AS overlap, count(*) AS copy_intervals,
+           count(DISTINCT (timeline_id, cta)) AS ctas
+    FROM hits GROUP BY launch_id
 )
 SELECT
-    launch_id,                                         -- launches.launch_id
-    avg(CASE WHEN hit THEN 1.0 ELSE 0.0 END) AS overlap,  -- share of copy intervals during consumer compute (0..1)
-    count(*) AS copy_intervals,                        -- copy intervals measured
-    count(DISTINCT (timeline_id, cta)) AS ctas         -- traced CTAs with copies
-FROM hits
-GROUP BY launch_id;
+    o.launch_id,                                            -- launches.launch_id
+    CASE WHEN cut.cut_warps IS NULL THEN o.overlap END AS overlap,  -- share of copy intervals during consumer compute (0..1); NULL where warps were cut
+    o.copy_intervals,                                       -- copy intervals measured (recorded ones, where warps were cut)
+    o.ctas,                                                 -- traced CTAs with copies
+    coalesce(cut.cut_warps, 0) AS cut_warps,                -- warps of the launch's timelines whose later events were dropped
+    cut.reason AS cut_reason                                -- timeline_truncation.reason; NULL: none cut
+FROM o LEFT JOIN cut USING (launch_id);
 
 -- Nsight Compute's own time series: each PM-sampled metric holds one instance per sample, and
 -- the instance's correlation id is the sample's GPU timestamp. Two namings, both measured on

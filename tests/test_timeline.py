@@ -69,6 +69,11 @@ def test_every_timeline_column_is_documented_with_a_comment():
     assert undocumented == []
     # the views' derived columns say their unit
     assert all(re.search(rf"AS {c},?\s+--", sql) for c in ("start_ns", "end_ns", "dur_ns", "t_ns", "value"))
+    # and every column of the truncation and overlap views has its comment
+    views = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN "
+                        "('timeline_cut_warps', 'timeline_truncation', 'timeline_overlap')").fetchall()
+    assert len(views) == 10 + 10 + 6
+    assert [(t, c) for t, c in views if not re.search(rf"\b{c},?\s+--", sql)] == []
 
 
 def test_dump_tensor_refuses_a_buffer_of_another_shape(tmp_path):
@@ -290,3 +295,139 @@ def test_a_join_to_another_template_instance_is_said():
     s = summarize_timeline(con, t.timeline_id)
     assert s.from_report and not s.same_instance
     assert f"(another instance: {s.launch_kernel})" in _head(s) and "ring_kernel<(int)1," in s.launch_kernel
+
+
+# ---- truncated timelines: warps that filled their slots ---------------------------------
+# A warp that fills its slots_per_warp records before its kernel end loses every later event
+# (wsperf_trace.cuh writes nothing past its slice), so nothing after its last record is
+# known. The same ring kernel traced with too few slots (`ring trace DIR SLOTS`,
+# fixtures/collect_timeline.sh step trace_cut): at 130 the producer's 130 records fit
+# exactly (its last is its kernel end) and each consumer, which writes 132, loses its
+# epilogue end and kernel end; at 64 every warp stops about halfway through its 32 tiles.
+CUT = {"epilogue_slots130": 130, "ring4_slots64": 64}
+
+
+def _cut_trace(name: str):
+    f = TIMELINES / f"{name}.wsperf-trace"
+    if not f.is_file():
+        pytest.skip(f"{f.name} is not collected yet: on the H200, OUT=dir ONLY='build provenance trace_cut' "
+                    "bash fixtures/collect_timeline.sh, then unpack it into fixtures/timeline/")
+    return f
+
+
+def _load(*files, reports=()):
+    con = open_store(None)
+    (t,) = load_timelines(con, files, reports)
+    return con, summarize_timeline(con, t.timeline_id)
+
+
+@pytest.mark.parametrize("name", ["ring1", "ring4", "epilogue", "ring4_torch"])
+def test_complete_traces_have_no_cut_warps(traces, name):
+    """Every warp of the 136-slot traces ended inside its slots (130 and 132 records): no
+    warp is cut, every share is a figure, and both verdicts are judged."""
+    con, s = traces[name] if name in traces else _load(TIMELINES / f"{name}.wsperf-trace")
+    assert con.execute("SELECT count(*) FROM timeline_cut_warps").fetchone() == (0,)
+    assert con.execute("SELECT count(*) FROM timeline_truncation").fetchone() == (0,)
+    assert s.full_warps == 0 and s.truncation is None
+    assert all(r.share is not None and r.cut_warps == 0 for r in s.roles)
+    assert s.bubbles.status is not Status.no_data and s.bubbles.evidence["cut_warps"] == 0
+    assert s.serialized.evidence["cut_warps"] == 0 and s.serialized.evidence["overlap"] is not None
+
+
+def test_complete_trace_keeps_its_figures(traces):
+    """ring4's figures as they were before truncation was judged (`wsperf timeline
+    ring4.wsperf-trace -f json`): the cut rules change nothing where nothing was cut."""
+    con, s = traces["ring4"]
+    assert [(r.role, r.event, r.intervals, round(r.share, 4), r.median_ns) for r in s.roles] == [
+        ("consumer", "compute", 2816, 0.9319, 2976.0), ("consumer", "epilogue", 88, 0.0007, 64.0),
+        ("consumer", "wait", 2816, 0.0322, 96.0), ("producer", "copy", 704, 0.1434, 416.0),
+        ("producer", "wait", 704, 0.7653, 2560.0)]
+    assert s.bubbles.evidence == {"bubble": "steady-state", "prologue_share": 0.0071, "steady_idle_share": 0.0595,
+                                  "epilogue_share": 0.0019, "overlap": 0.9688, "copy_intervals": 704, "ctas": 22,
+                                  "stages": 4, "cut_warps": 0, "slots_per_warp": None, "slots_needed": None}
+    assert s.bubbles.status is Status.rejected and s.serialized.status is Status.rejected
+    occupancy = con.execute("SELECT count(*) FROM timeline_intervals WHERE event = 'copy' "
+                            "AND cta IN (SELECT DISTINCT cta FROM timeline_events ORDER BY cta LIMIT 4)").fetchone()[0]
+    assert len(s.occupancy) == 2 * occupancy  # a fill and a free per tile of each lane CTA: none left out
+
+
+def test_exact_fit_warps_are_not_cut_and_cut_consumers_give_no_shares():
+    """epilogue_slots130: the 22 producers filled their 130 slots exactly, the last one their
+    kernel end: nothing lost, their shares stand. The 88 consumers lost their epilogue end
+    and kernel end: the consumer shares, both verdicts' timeline figures and the occupancy
+    past each CTA's cut are no_data, with the reason and the slots that would have sufficed."""
+    con, s = _load(_cut_trace("epilogue_slots130"))
+    rows = con.execute("SELECT role, count(*), min(records), max(records) FROM timeline_cut_warps GROUP BY role").fetchall()
+    assert rows == [("consumer", SAMPLED * 4, 130, 130)]
+    last = con.execute("""SELECT DISTINCT arg_max(event || ' ' || phase, t_ns) FROM timeline_events
+                          WHERE role = 'consumer' GROUP BY cta, warp""").fetchall()
+    assert last == [("epilogue begin",)]  # the cut is where the design puts it
+    assert s.full_warps == SAMPLED * 4
+    by_role = {r.role: r for r in s.roles if r.event == "wait"}
+    assert by_role["consumer"].share is None and by_role["consumer"].cut_warps == SAMPLED * 4
+    assert by_role["producer"].share is not None and by_role["producer"].cut_warps == 0
+    t = s.truncation
+    assert (t.cut_warps, t.warps, t.cut_ctas, t.ctas, t.slots_per_warp) == (SAMPLED * 4, SAMPLED * WARPS, SAMPLED,
+                                                                              SAMPLED, 130)
+    # a consumer writes 132 records: the smallest power of two above 130 suffices
+    assert (t.slots_needed, t.lower_bound) == (256, True) and len(t.cuts) == SAMPLED * 4
+    assert f"{SAMPLED * 4} of {SAMPLED * WARPS} traced warps (consumer warps 1, 2, 3, 4, in {SAMPLED} of {SAMPLED} CTAs) " \
+           "filled their 130 slots" in t.reason and "at least 256 slots per warp" in t.reason
+    b = s.bubbles
+    assert b.status is Status.no_data and t.reason in b.summary, b.summary
+    assert {k: b.evidence[k] for k in ("prologue_share", "steady_idle_share", "epilogue_share", "bubble", "overlap")} \
+        == dict.fromkeys(("prologue_share", "steady_idle_share", "epilogue_share", "bubble", "overlap"))
+    assert (b.evidence["cut_warps"], b.evidence["slots_per_warp"], b.evidence["slots_needed"]) == (SAMPLED * 4, 130, 256)
+    assert s.serialized.status is Status.no_data and t.reason in s.serialized.summary
+    assert s.serialized.evidence["overlap"] is None
+    # Judged on the recorded events, the drain looked absent: the last record of each CTA is
+    # its consumers' epilogue begin, while the complete trace's epilogue is 45% of the CTA.
+    naive, = con.execute("""WITH c AS (SELECT cta, min(t_ns) AS t0, max(t_ns) AS t1 FROM timeline_events GROUP BY cta),
+                               k AS (SELECT cta, max(end_ns) AS last FROM timeline_intervals WHERE event = 'compute'
+                                     GROUP BY cta)
+                           SELECT avg((t1 - last) / (t1 - t0)) FROM c JOIN k USING (cta)""").fetchone()
+    assert naive < 0.1 < 0.3 < _bubbles(_epilogue_store(), "epilogue")["epilogue_share"]
+    cut_at = dict(con.execute("SELECT cta, min(last_ns) FROM timeline_cut_warps GROUP BY cta").fetchall())
+    assert s.occupancy and all(o.t_ns <= cut_at[o.cta] for o in s.occupancy)
+
+
+def _epilogue_store():
+    con = open_store(None)
+    t = load_timeline(con, TIMELINES / "epilogue.wsperf-trace")
+    return {"epilogue": (con, summarize_timeline(con, t.timeline_id))}
+
+
+def test_every_warp_cut_leaves_every_share_no_data():
+    """ring4_slots64: all 110 warps stopped recording about halfway. No role has a share;
+    without a launch duration the estimate is a lower bound ("at least"); joined to the
+    Nsight Compute launch of ring4, its duration carries the rates to the kernel's end, and
+    the count suffices (a ring4 warp writes 130-132 records)."""
+    f = _cut_trace("ring4_slots64")
+    con, s = _load(f)
+    assert s.full_warps == SAMPLED * WARPS and all(r.share is None for r in s.roles)
+    t = s.truncation
+    assert (t.cut_warps, t.slots_per_warp, t.lower_bound) == (SAMPLED * WARPS, 64, True)
+    assert t.slots_needed >= 128 and t.slots_needed & (t.slots_needed - 1) == 0
+    assert "consumer warps 1, 2, 3, 4; producer warp 0" in t.reason and f"at least {t.slots_needed} " in t.reason
+    assert s.bubbles.status is Status.no_data and s.serialized.status is Status.no_data
+    con, joined = _load(f, reports=[TIMELINES / "ring_pm.ncu-rep"])
+    tj = joined.truncation
+    assert joined.from_report and not tj.lower_bound and tj.slots_needed >= 256, tj.reason
+    assert f"about {tj.slots_needed} slots per warp" in tj.reason and "launch's duration" in tj.reason
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_outputs_carry_the_cut(fmt):
+    f = _cut_trace("epilogue_slots130")
+    p = wsperf("timeline", f, "-f", fmt)
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    if fmt == "json":
+        (t,) = json.loads(p.stdout)["timelines"]
+        assert t["truncation"]["slots_needed"] == 256 and len(t["truncation"]["cuts"]) == SAMPLED * 4
+        assert {r["role"]: r["share"] is None for r in t["roles"]} == {"consumer": True, "producer": False}
+        assert t["pipeline_bubbles"]["status"] == "no_data"
+        assert t["truncation"]["reason"] in t["pipeline_bubbles"]["summary"]
+    else:
+        assert "no_data" in out and "filled their 130 slots" in out and "at least 256 slots per warp" in out
+        assert "pipeline-bubbles: no_data" in out.replace("**", "")
