@@ -244,9 +244,12 @@ _LANES_HEAD = re.compile(r"^\s*Ln\s+State\s+PC\s+ThreadIdx\s+Exception\s*$")
 _LANES_ROW = re.compile(_STAR + rf"(\d+)\s+(\w+)\s+{_HEX}\s+{_D3}\s+(.+?)\s*$")
 _THREADS_HEAD = re.compile(
     r"^\s*BlockIdx\s+ThreadIdx\s+To BlockIdx\s+ThreadIdx\s+Count\s+(?:Virtual )?PC\s+Filename\s+Line\s*$")
-_THREADS_ROW = re.compile(_STAR + rf"{_D3}\s+{_D3}\s+{_D3}\s+{_D3}\s+(\d+)\s+{_HEX}\s+(\S+)\s+(\d+)\s*$")
+# Code without line info leaves Filename empty and Line 0 (cuda-gdb 13.0 on the H200, a
+# Triton kernel built with TRITON_DISABLE_LINE_INFO=1): the file is then "".
+_FILE = r"(?:\s+(\S*[^\d\s]\S*))?"
+_THREADS_ROW = re.compile(_STAR + rf"{_D3}\s+{_D3}\s+{_D3}\s+{_D3}\s+(\d+)\s+{_HEX}{_FILE}\s+(\d+)\s*$")
 _THREAD_HEAD = re.compile(r"^\s*BlockIdx\s+ThreadIdx\s+(?:Virtual )?PC\s+Dev\s+SM\s+Wp\s+Ln\s+Filename\s+Line\s*$")
-_THREAD_ROW = re.compile(_STAR + rf"{_D3}\s+{_D3}\s+{_HEX}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s*$")
+_THREAD_ROW = re.compile(_STAR + rf"{_D3}\s+{_D3}\s+{_HEX}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+){_FILE}\s+(\d+)\s*$")
 _GROUP_DEVICE = re.compile(r"^Device (\d+)$")
 _GROUP_SM = re.compile(r"^Device (\d+) SM (\d+)$")
 _GROUP_WARP = re.compile(r"^Device (\d+) SM (\d+) Warp (\d+)$")
@@ -383,11 +386,11 @@ class _Collected:
     def thread(self, group, g) -> None:
         block, thread = _d3(g, 0), _d3(g, 3)
         self.threads.append(GdbThreads(group[0], block, thread, block, thread, 1, int(g[6], 16),
-                                       g[11], int(g[12]), int(g[7]), int(g[8]), int(g[9]), int(g[10])))
+                                       g[11] or "", int(g[12]), int(g[7]), int(g[8]), int(g[9]), int(g[10])))
 
     def threads_range(self, group, g) -> None:
         self.threads.append(GdbThreads(group[0], _d3(g, 0), _d3(g, 3), _d3(g, 6), _d3(g, 9),
-                                       int(g[12]), int(g[13], 16), g[14], int(g[15])))
+                                       int(g[12]), int(g[13], 16), g[14] or "", int(g[15])))
 
     def disasm(self, where: str, body: list[str]) -> None:
         lines = [l for l in body if l.strip()]
