@@ -382,3 +382,44 @@ def test_a_hang_in_jit_code_is_mapped_with_the_cubin_the_jit_kept(name, cause):
     assert first["basis"] == "evidence" and cause in first["text"], first
     roles = {g["role"] for g in doc["groups"]}
     assert roles == {"producer", "consumer"}
+
+
+@pytest.mark.parametrize("name, cause, join", [
+    # Triton with TRITON_DISABLE_LINE_INFO=1: the SASS wait's operand [R35+URZ+0xc040] against
+    # the PTX's global_smem+{49216,...} (a register adds to it: the array is inferred)
+    ("gluon_count2_nolines", "mbarrier.init count 2", "offset 0xc040 (global_smem+49216) lies in this array"),
+    ("gluon_phase_nolines", "every arriver is itself waiting", "offset 0xc060 (global_smem+49248) lies in this array"),
+    # CUDA C++ without -lineinfo: static shared barriers have no offset in the PTX
+    ("deadlock_nolines", "init with 32", "the only barrier of _Z11ws_pipelineIL3Bug5EEvPKfS2_Pfi a worksheet flag"),
+])
+def test_a_hang_without_line_info_is_tied_to_its_barrier_and_says_how(name, cause, join):
+    root = EVIDENCE / name
+    ptx = [p for p in root.joinpath("generated").rglob("*.ptx")]
+    assert ptx and all(b".loc" not in p.read_bytes() for p in ptx)  # really built without line info
+    assert "Filename  Line" in (root / "hang" / "probe.stdout.txt").read_text()
+    code, doc = _analyze(name)
+    assert code == 4
+    first = doc["causes"][0]
+    assert cause in first["text"] and join in first["text"], first
+    assert first["basis"] == "assumption"  # the join is inferred, and says so
+    assert {g["role"] for g in doc["groups"]} <= {"consumer", "producer"}
+
+
+def test_with_line_info_the_same_hang_is_joined_by_its_source_line():
+    code, doc = _analyze("gluon_count2")
+    first = doc["causes"][0]
+    assert code == 4 and first["basis"] == "evidence" and "joined" not in first["text"]
+
+
+def test_a_wrong_answer_only_under_the_tools_is_a_stop_and_a_right_one_is_not():
+    # gluon_early_release: the consumer releases a stage before reading it; right in its
+    # plain run, wrong under memcheck, racecheck and synccheck, none of which names it
+    code, doc = _analyze("gluon_early_release")
+    assert code == 3 and doc["outcome"] == "correctness"
+    (why,) = [e for e in doc["other_errors"] if "under compute-sanitizer" in e]
+    assert "memcheck, racecheck, synccheck" in why and "sanitizer/racecheck.stdout.txt" in why
+    manifest = json.loads((EVIDENCE / "gluon_early_release" / "bundle.json").read_text())
+    assert manifest["outcome"] == "correctness"
+    assert [r["exit_code"] for r in manifest["runs"] if r["phase"] == "run"] == [0]
+    code, doc = _analyze("gluon_ws_rowsum")  # the correct kernel: right under every tool
+    assert code == 0 and not any("under compute-sanitizer" in c for c in doc.get("caveats", []))
