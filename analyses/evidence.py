@@ -6,7 +6,7 @@ for ran to its end and left a whole, readable XML file. Evidence that is missing
 unreadable, not a regular file (a FIFO, a device, a directory), cut short by a timeout,
 written by a tool that failed inside itself ("Internal Sanitizer Error"), or that
 contradicts the manifest makes the bundle `unverified`: never clean, no performance
-verdicts unless asked for (`--allow-unverified`), exit code 5 (README, "Exit codes").
+verdicts unless asked for (`--allow-unverified`), exit code 5 (docs/exit-codes.md).
 A bundle in which no sanitizer ran at all is unverified too. Reports given directly
 (not in a bundle) carry no claim about correctness and are not judged here.
 """
@@ -64,6 +64,7 @@ class Evidence:
     # The repro's plain run ended with an error (its own check failed, or it crashed):
     # how, and where its output is. A correctness outcome whatever the sanitizer says.
     repro_failed: str | None = None
+    mbarriers: Path | None = None  # the barrier words cuda-gdb read during the hang (hang/mbarriers.txt)
 
 
 def _handoffs() -> Any:
@@ -99,7 +100,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
     not loaded: the caller loads them (with progress) only when the kernel is correct."""
     outputs: list[tuple[str, SanitizerOutput]] = []
     reports: list[Path] = []
-    hang = capture = sass = bundle = None
+    hang = capture = sass = bundle = mbarriers = None
     repro_failed = None
     problems: list[str] = []
     tools: list[str] = []
@@ -137,12 +138,14 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
             reports += [path for _, path in b.files("profile", "report")]
             timelines += [path for _, path in b.files("nsys", "export")]
             generated += _handoffs().generated_files(b)
-            repro_failed = _failed_run(b) or repro_failed
+            # (a bundle whose sanitizer evidence is itself in doubt is not read for wrong answers)
+            repro_failed = _failed_run(b, {} if probs else dict(got)) or repro_failed
             h = _hang(b)
             if h is not None:
                 hang = h
                 capture = next((path for _, path in b.files("hang", "capture")), None)
                 sass = next((path for _, path in b.files("hang", "sass")), None)
+                mbarriers = next((path for _, path in b.files("hang", "mbarriers")), None)
         else:
             reports.append(p)
     for x in sanitizer_xml:
@@ -160,7 +163,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
         verification = Verification(not problems, tuple(dict.fromkeys(problems)), tuple(dict.fromkeys(tools)),
                                     tuple(dict.fromkeys(accepted)), scope, tuple(dict.fromkeys(retried)))
     return Evidence(tuple(outputs), tuple(reports), hang, capture, sass, bundle, verification, kernel_filter,
-                    tuple(generated), tuple(gs), tuple(sheet_problems), tuple(timelines), repro_failed)
+                    tuple(generated), tuple(gs), tuple(sheet_problems), tuple(timelines), repro_failed, mbarriers)
 
 
 def _bundle_sanitizer(con: Any, b: Bundle) -> tuple[list[tuple[str, SanitizerOutput]], list[str]]:
@@ -262,7 +265,7 @@ def _scope_of(manifest: dict) -> Any:
     return SanitizerScope.from_json(manifest["scope"])
 
 
-def _failed_run(b: Bundle) -> str | None:
+def _failed_run(b: Bundle, read: dict[str, SanitizerOutput]) -> str | None:
     """How the repro's plain run failed ('exit 1', 'was killed by SIGSEGV'), with its
     output files, or that its own check failed under a sanitizer tool only; None when it
     succeeded, timed out (a hang) or is not recorded, and when no sanitizer ran (no GPU or
@@ -274,7 +277,11 @@ def _failed_run(b: Bundle) -> str | None:
             where = ", ".join(x for x in (r.stdout, r.stderr) if x)
             return (f"the repro's plain run ended with {r.note or f'exit {r.exit_code}'}: its own check failed or it "
                     f"crashed" + (f" (its output: {where})" if where else ""))
+    # A tool's own error findings explain a failure under it (memcheck stops a kernel that
+    # writes out of bounds); only a run whose XML was read whole and holds none counts.
     wrong = [r for r in b.runs if r.phase == "sanitizer" and not r.timed_out and r.stdout
+             and str(Path(r.outputs.get("xml", ""))) in read
+             and not any(_sanitizer().is_error(f) for f in read[str(Path(r.outputs["xml"]))].findings)
              and _sanitizer().target_failed(_head_tail(b, r.stdout), r.exit_code)]
     if wrong:
         return _sanitizer().failed_under([r.tool for r in wrong], [r.stdout for r in wrong])

@@ -501,6 +501,8 @@ def deadlock(ev: Any) -> DeadlockReport:
         who = f"{role}s ({h.role.split(' (', 1)[1].rstrip(')')})" if " (" in h.role else h.role
         joined.append((who, g.source or (h.source if h.source != "?" else f"{g.function}+{g.offset:#x}"), h))
     causes = deadlock_causes(joined)
+    live, unread = live_states(ev, found)
+    causes = live + causes
     settle = ""
     if not any(found):
         settle = (f"the generated code ({', '.join(dict.fromkeys(g.origin for g in gs))}) has no wait at the hung "
@@ -511,7 +513,86 @@ def deadlock(ev: Any) -> DeadlockReport:
         all_causes = tuple(causes + [c for c in rep.causes if c.basis is Basis.EVIDENCE])
     else:
         all_causes = rep.causes
-    return replace(rep, groups=tuple(groups), causes=all_causes, handoffs=tuple(found), settle=settle)
+    note = "; ".join(x for x in (rep.note, *unread) if x)
+    return replace(rep, groups=tuple(groups), causes=all_causes, handoffs=tuple(found), settle=settle, note=note)
+
+
+# The shared-window address of dynamic shared memory's byte 0 in a kernel with no static
+# shared variable: measured on the H200, the first static shared variable sits at 0x400
+# (fixtures/mbarrier/hang.jsonl), after the 1 KB the hardware reserves. Each read is checked
+# against the worksheet: a word whose expected count is not the barrier's init count is not
+# taken as that barrier's.
+WINDOW_BASE = 0x400
+
+
+def barrier_sites(root: Path) -> list[tuple[str, int]]:
+    """Where the mbarriers of the bundle's generated PTX live in the shared window, for
+    collect's hang capture: (kernel:barrier[slot], address), for barriers in dynamic shared
+    memory (Triton's and Gluon's global_smem). Barriers in static shared variables have no
+    address the PTX gives: none for them."""
+    ptx = sorted(p for p in (root / "generated").rglob("*.ptx") if p.is_file() and not p.is_symlink())
+    gs, _ = sheets([("ptx", p) for p in ptx], root)
+    out = []
+    for g in gs:
+        base = _dynamic_base(g.text)
+        for b in g.sheet.barriers:
+            if b.slots and b.name.split("+", 1)[0] in base:
+                out += [(f"{g.sheet.kernel}:{b.name}[{i}]", WINDOW_BASE + off)
+                        for i, off in enumerate(sorted(set(b.slots)))]
+    return out
+
+
+def live_states(ev: Any, found: list[WaitHandoff | None]) -> tuple[list[Item], list[str]]:
+    """What the barriers the hung warps wait on held during the hang (the words cuda-gdb
+    read, decoded), and the words that could not be taken as their barrier's."""
+    path = getattr(ev, "mbarriers", None)
+    if path is None:
+        return [], []
+    from wsperf.collectors.mbarrier import decode, parse_reads
+
+    try:
+        with open(path, "rb") as f:
+            reads = parse_reads(f.read(8 << 20).decode("utf-8", "replace"))
+    except OSError as e:
+        return [], [f"{path}: {e.strerror or e}"]
+    items: list[Item] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for h in found:
+        if h is None or h.barrier in seen:
+            continue
+        seen.add(h.barrier)
+        prefix = f"{h.kernel}:{h.barrier}["
+        mine = [r for r in reads if r.label.startswith(prefix) and r.word is not None]
+        counts = {c for c in h.init_counts if c is not None}
+        bad = [r for r in mine if decode(r.word).expected not in counts]
+        if bad:
+            problems.append(f"{len(bad)} word(s) read for {h.barrier} expect a count other than its init count "
+                            f"({', '.join(map(str, sorted(counts)))}): its address is not confirmed, so its live state "
+                            "is not shown")
+            continue
+        if not mine:
+            continue
+        first = mine[0].block
+        lines = [f"{r.label.split(':', 1)[1][len(h.barrier):]} {decode(r.word).describe()}"
+                 for r in mine if r.block == first]
+        others = {r.block for r in mine if r.block != first}
+        same = all(decode(r.word).pending_arrivals == decode(m.word).pending_arrivals
+                   for r in mine for m in mine if r.label == m.label)
+        pending = sum(decode(r.word).pending_arrivals for r in mine if r.block == first)
+        tx = sum(decode(r.word).pending_tx for r in mine if r.block == first)
+        text = (f"live state of {h.barrier} (read by cuda-gdb during the hang) in CTA {first}: " + "; ".join(lines)
+                + (f"; {len(others)} other CTA(s) read, {'the same pending arrivals' if same else 'other counts'}"
+                   if others else ""))
+        if pending and not tx:
+            text += (f": {pending} arrival(s) are owed and no bytes are in flight, so only an arrival completes the "
+                     f"phase; its arrivers: {', '.join(h.arrivers) or 'none found in the PTX'}")
+        fresh = [decode(r.word) for r in mine if r.block == first]
+        if fresh and all(d.phase_parity == 0 and d.pending_arrivals == d.expected and not d.pending_tx for d in fresh):
+            text += ("; no phase of it has completed yet, so a wait for parity 1 passes on it at once and a wait for "
+                     "parity 0 blocks until its first phase completes")
+        items.append(Item("cause", text, Basis.EVIDENCE))
+    return items, problems
 
 
 def races(ev: Any, corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:

@@ -12,7 +12,7 @@ import typer
 
 from wsperf.analyses.analyze import analyze as run_analysis
 from wsperf.analyses.evidence import gather
-from wsperf.analyses.handoffs import ACCEPTABLE as ACCEPTABLE_RACES, release_judge
+from wsperf.analyses.handoffs import ACCEPTABLE as ACCEPTABLE_RACES, barrier_sites, release_judge
 from wsperf.cli import render
 from wsperf.cli.common import err, error_boundary, load_with_progress, longest_first
 from wsperf.cli.gate import handoff, with_caveats
@@ -88,7 +88,7 @@ def collect(
                               not no_profile, tuple(str(p) for p in source), tuple(accept_race), allow_unverified,
                               nsys=nsys, timeline=timeline, all_kernels=all_kernels)
         result = run_collect(command, opts, progress=lambda msg: err.print(render.plain(f"wsperf collect: {msg}")),
-                             judge=release_judge(kernel, tuple(accept_race)))
+                             judge=release_judge(kernel, tuple(accept_race)), barrier_sites=barrier_sites)
         for w in result.warnings:
             err.print(render.plain(f"Warning: {w}"), soft_wrap=True)
         err.print(render.plain(f"wsperf collect: bundle {result.bundle}"))

@@ -48,7 +48,7 @@ from wsperf.collectors.process import Completed, is_elf, run_bounded, save
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.nsys_capture import (BUNDLE_EXPORT, BUNDLE_REPORT, NSYS_MIN_TIMEOUT_S, NSYS_TIMEOUT_FACTOR,
                                     PROFILE_FLAGS as NSYS_FLAGS, probe_nsys, profile_nsys)
-from wsperf.collectors.sanitizer import TOOLS, failed_under, load_sanitizer_xml, target_failed, tool_failure
+from wsperf.collectors.sanitizer import TOOLS, failed_under, is_error, load_sanitizer_xml, target_failed, tool_failure
 from wsperf.collectors.scope import SanitizerScope, ScopeMode, choose_scope, stops
 from wsperf.collectors.store import open_store
 
@@ -132,6 +132,12 @@ class Options:
 # tools, analyses decide what a finding means): (bundle root, the outputs read) ->
 # (broken, what was accepted). The default stops on any error of the user's kernels.
 Judge = Callable[[Path, list], tuple[bool, list[str]]]
+# Where the hung kernel's mbarriers are, given by the layer that reads the generated code:
+# (bundle root) -> [(label "kernel:barrier[slot]", shared-window address)].
+BarrierSites = Callable[[Path], list[tuple[str, int]]]
+# The hang capture reads each barrier's word in at most this many of the resident blocks.
+MAX_READ_BLOCKS = 4
+MAX_READS = 256
 
 
 @dataclass(frozen=True)
@@ -158,6 +164,7 @@ class _State:
     accepted: list[str] = field(default_factory=list)  # --accept-race classes that applied
     generated: dict[str, str] = field(default_factory=dict)  # kind:name -> bundle-relative file
     scope: SanitizerScope | None = None  # which kernels the sanitizer and ncu look at (after the plain run)
+    barrier_sites: BarrierSites | None = None
 
     def env(self) -> dict[str, str]:
         """The repro's environment: Triton's cache directed into the bundle, so that the
@@ -188,7 +195,7 @@ class _State:
 
 
 def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = lambda _: None,
-            judge: Judge | None = None) -> Result:
+            judge: Judge | None = None, barrier_sites: BarrierSites | None = None) -> Result:
     """Run every phase for the repro `argv` into the bundle `opts.out`. `judge` decides
     whether the sanitizer's findings stop the repro (default: any error of the user's own
     kernels, `collectors/scope.py`)."""
@@ -199,6 +206,7 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
         raise InputError(f"unknown sanitizer tool(s) {', '.join(bad)}; use some of {','.join(TOOLS)}")
     root = _bundle_dir(opts.out)
     st = _State(root, list(argv), opts, progress)
+    st.barrier_sites = barrier_sites
 
     progress("environment: probing tools and GPUs")
     env = environment.probe()
@@ -446,9 +454,7 @@ def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
             note = f"did not finish in {limit:g} s under {tool}: killed; raise --timeout or scope it with --kernel"
             st.problems.append(f"compute-sanitizer --tool {tool}: {note}")
             failed = True
-        if not failure and not done.timed_out and target_failed(done.stdout, done.exit_code):
-            note = f"the repro ended with exit {done.exit_code} under the tool"
-            wrong.append(tool)
+        under = not failure and not done.timed_out and target_failed(done.stdout, done.exit_code)
         st.record("sanitizer", tool, done, f"sanitizer/{tool}",
                   outputs={"xml": f"sanitizer/{tool}.xml"} if xml.is_file() else {}, note=note)
         if failed and (failure or done.timed_out):
@@ -457,6 +463,11 @@ def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
             try:
                 outputs.append((f"sanitizer/{tool}.xml",
                                 load_sanitizer_xml(con, xml, tool=tool, command=" ".join(argv)).output))
+                if under and not any(is_error(f) for f in outputs[-1][1].findings):
+                    # the tool found nothing, yet the repro's own check failed under it
+                    wrong.append(tool)
+                    st.runs[-1].note = f"the repro ended with exit {done.exit_code} under the tool"
+                    st.flush()
             except InputError as e:
                 st.problems.append(f"compute-sanitizer --tool {tool}: {e}")
                 failed = True
@@ -568,7 +579,36 @@ def _capture_hang(st: _State, pid: int, cudagdb: str | None) -> dict[str, str]:
                 cmds.append("info cuda warps")
             cmds += ["info cuda lanes", "x/2i $pc", "info line *$pc", "bt"]
     _gdb(st, cudagdb, pid, cmds, "hang/cudagdb", capture=st.root / "hang/cudagdb.txt")
+    _read_barriers(st, cudagdb, pid, blocks)
     return {"capture": "hang/cudagdb.txt"}
+
+
+def _read_barriers(st: _State, cudagdb: str, pid: int, blocks: list[tuple[int, int, int]]) -> None:
+    """hang/mbarriers.txt: each mbarrier's 64-bit word in a few of the hung blocks, read
+    with cuda-gdb while the process is still attached-to (collectors/mbarrier.py decodes
+    them); the addresses come from the generated code (`barrier_sites`)."""
+    try:
+        sites = st.barrier_sites(st.root) if st.barrier_sites is not None else []
+    except WsperfError as e:
+        st.warnings.append(f"the hung kernel's barrier addresses could not be read: {e}")
+        return
+    if not sites or not blocks:
+        return
+    from wsperf.collectors.mbarrier import read_commands
+
+    cmds: list[str] = []
+    for blk in blocks[:MAX_READ_BLOCKS]:
+        cmds.append(f"cuda block ({blk[0]},{blk[1]},{blk[2]}) thread (0,0,0)")
+        for label, addr in sites[:MAX_READS]:
+            cmds += read_commands(label, blk, addr)
+    st.progress(f"hang: reading {min(len(sites), MAX_READS)} mbarrier word(s) in "
+                f"{min(len(blocks), MAX_READ_BLOCKS)} block(s)")
+    argv = [cudagdb, "-p", str(pid), *_GDB_PRELUDE]
+    for c in cmds:
+        argv += ["-ex", c]
+    done = run_bounded(argv, timeout=max(st.opts.timeout, 120), stdout_file=st.root / "hang/mbarriers.txt")
+    st.record("hang", "cuda-gdb", done, "hang/mbarriers", outputs={"mbarriers": "hang/mbarriers.txt"},
+              stdout_at="hang/mbarriers.txt", note="the mbarrier words of the hung blocks")
 
 
 def _gdb(st: _State, cudagdb: str, pid: int, commands: list[str], name: str, capture: Path | None = None) -> Completed:

@@ -46,8 +46,13 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
         sass = [r for r in runs if r["phase"] == "hang" and r["tool"] == "cuobjdump"]
         seen.append(f"outcome {manifest.get('outcome')}; jit sass runs {len(sass)}; first cause "
                     f"{first.get('basis')}: {str(first.get('text'))[:160]}")
-        if first.get("basis") != "evidence" or want not in str(first.get("text")):
-            fails.append(f"the first cause is not evidence naming the {want}")
+        if first.get("basis") != "evidence" or not any(
+                want in str(c.get("text")) and c.get("basis") == "evidence" for c in causes):
+            fails.append(f"the first cause is not evidence, or no evidence names the {want}")
+        live = [c for c in causes if str(c.get("text", "")).startswith("live state")]
+        seen.append(f"live states {len(live)}: {[str(c.get('text'))[:220] for c in live]}")
+        if not (bundle / "hang" / "mbarriers.txt").is_file() or not live:
+            fails.append("no live barrier state read during the hang")
     elif name in ("deadlock_ptx", "phase_source"):
         causes = (doc or {}).get("causes", [])
         first = causes[0] if causes else {}

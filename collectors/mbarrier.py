@@ -1,0 +1,116 @@
+"""The state an mbarrier's 64-bit word holds, as measured on the H200, and the reads of
+those words that collect's hang capture makes with cuda-gdb.
+
+The object is opaque in PTX. Its layout here is what fixtures/src/mbarrier/mbarrier_probe.cu
+measured on the H200 (fixtures/mbarrier/cases.jsonl: 199 cases, one barrier put into a known
+state per case by init / arrive / expect_tx / complete_tx / arrive.expect_tx, counts up to
+2^20-1, tx bytes up to 2^20-1 and below zero, phases that wrap; the raw word; which parities
+mbarrier.test_wait says completed). A generic `ld.shared.u64` of the word lags the barrier
+unit: in every case both loads (after a test_wait, a fence and 2 us) returned the word as
+the previous case had left it, so case i's word is the one case i+1 printed; read so, all
+198 cases decode to the state the operations predict, and the parity bit agrees with
+test_wait in each (tests/test_mbarrier.py). The layout:
+
+- bit 0: 0;
+- bits 1-20: the expected arrival count per phase, negated (two's complement, 20 bits);
+- bits 21-41: the transaction bytes still owed in the current phase, negated (21 bits);
+- bit 42: 0;
+- bits 43-62: the arrivals still pending in the current phase, negated (20 bits);
+- bit 63: the parity of the current (incomplete) phase: a wait for the other parity passes.
+
+cuda-gdb reads the same words while the kernel hangs (`print/x *(@shared unsigned long
+long *)ADDR`, fixtures/mbarrier/hang_cudagdb.txt: four barriers in known states, each word as
+the layout predicts). What was not established is listed in `NOT_ESTABLISHED`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+NOT_ESTABLISHED = (
+    "the layout on any GPU but the H200 (sm_90): Blackwell's is not measured",
+    "bits 0 and 42: always 0 in every measured word; what sets them is not known",
+    "a pending transaction count above 2^20-1 bytes (the PTX limit per phase) or below -(2^20-1)",
+)
+
+_COUNT = (1, 20)
+_TX = (21, 21)
+_PENDING = (43, 20)
+
+
+def _field(word: int, at: tuple[int, int]) -> int:
+    """A negated field, read back as the positive number it holds."""
+    shift, width = at
+    v = (word >> shift) & ((1 << width) - 1)
+    return (-v) & ((1 << width) - 1) if v else 0
+
+
+def _signed(word: int, at: tuple[int, int]) -> int:
+    """A negated two's-complement field as a signed number (the tx count may go below zero
+    when bytes complete before they are expected)."""
+    shift, width = at
+    v = (word >> shift) & ((1 << width) - 1)
+    n = (-v) & ((1 << width) - 1)
+    return n - (1 << width) if n >= 1 << (width - 1) else n
+
+
+@dataclass(frozen=True)
+class MbarrierWord:
+    word: int
+    phase_parity: int  # parity of the phase in progress
+    expected: int  # arrivals each phase needs (the init count)
+    pending_arrivals: int  # still owed in the phase in progress
+    pending_tx: int  # transaction bytes still owed in the phase in progress (negative: completed early)
+
+    def describe(self) -> str:
+        done = self.expected - self.pending_arrivals
+        tx = f", {self.pending_tx:,} tx byte(s) outstanding" if self.pending_tx else ", no tx bytes outstanding"
+        return (f"phase parity {self.phase_parity} incomplete: {done} of {self.expected} arrival(s) in, "
+                f"{self.pending_arrivals} pending{tx}")
+
+
+def decode(word: int) -> MbarrierWord:
+    """The fields of a raw mbarrier word (layout: the module docstring)."""
+    if not 0 <= word < 1 << 64:
+        raise ValueError(f"{word!r} is not a 64-bit word")
+    return MbarrierWord(word, word >> 63, _field(word, _COUNT), _field(word, _PENDING), _signed(word, _TX))
+
+
+@dataclass(frozen=True)
+class BarrierRead:
+    """One word cuda-gdb read during the hang: which barrier, in which CTA, at which address."""
+
+    label: str  # kernel:barrier[slot]
+    block: tuple[int, int, int]
+    address: int
+    word: int | None  # None: cuda-gdb could not read it (its message is in the file)
+
+
+_MARK = re.compile(r"^==== mbarrier (\S+) block \((\d+),(\d+),(\d+)\) (0x[0-9a-fA-F]+)\s*$")
+_VALUE = re.compile(r"^\$\d+ = (0x[0-9a-fA-F]+)\s*$")
+
+
+def read_commands(label: str, block: tuple[int, int, int], address: int) -> list[str]:
+    """The cuda-gdb commands that read one barrier word (the block is in focus already)."""
+    return [f"echo ==== mbarrier {label} block ({block[0]},{block[1]},{block[2]}) {address:#x}\\n",
+            f"print/x *(@shared unsigned long long *){address:#x}"]
+
+
+def parse_reads(text: str) -> list[BarrierRead]:
+    """The words a capture of `read_commands` holds, in order."""
+    out: list[BarrierRead] = []
+    cur: tuple[str, tuple[int, int, int], int] | None = None
+    for line in text.splitlines():
+        m = _MARK.match(line.strip())
+        if m:
+            if cur is not None:
+                out.append(BarrierRead(cur[0], cur[1], cur[2], None))
+            cur = (m.group(1), (int(m.group(2)), int(m.group(3)), int(m.group(4))), int(m.group(5), 16))
+            continue
+        v = _VALUE.match(line.strip())
+        if v and cur is not None:
+            out.append(BarrierRead(cur[0], cur[1], cur[2], int(v.group(1), 16)))
+            cur = None
+    if cur is not None:
+        out.append(BarrierRead(cur[0], cur[1], cur[2], None))
+    return out
