@@ -1,6 +1,6 @@
 """Run a user's SQL over the store and hand back a typed result.
 
-The policy of `wsperf sql` (README, "Bad input"): a user's query may read the wsperf
+The policy of `wsperf sql` (docs/bad-input.md): a user's query may read the wsperf
 tables and nothing else, and never changes a store it did not create in this call.
 - `--db FILE` is opened read-only (DuckDB refuses every write);
 - `--report R` is loaded into a new in-memory store, dropped at exit;

@@ -36,7 +36,7 @@ PUBLIC = Path(os.environ.get("WSPERF_PUBLIC_DATA") or ROOT.parent / "shared" / "
 SOURCE = PUBLIC / "nsys" / "cloverleaf_cuda_a100_nsys2024.5.sqlite.gz"
 # Beyond the bare read, the loader converts every value into Arrow and DuckDB, resolves
 # names and derives launch latency over all API calls; the summary runs every timeline
-# query. Measured at 1,000,000 kernels: see README "Nsight Systems". The target leaves
+# query. Measured at 1,000,000 kernels: see docs/nsys.md. The target leaves
 # room for a loaded machine (the ratio moved by ~30% between runs on a shared 2-core VM).
 TARGET_RATIO = 6.0
 

@@ -3,7 +3,7 @@
 The command's error boundary (wsperf.cli.common.error_boundary) only runs once Typer,
 the command's module and its libraries (DuckDB, pyarrow, pandas: about a second on a
 2-core machine) are imported. What goes wrong before that is caught here, so that it
-too ends as one `Error:` line with a documented exit code (README, "Exit codes"):
+too ends as one `Error:` line with a documented exit code (docs/exit-codes.md):
 
 - SIGTERM / SIGHUP / SIGINT: the handlers that turn them into `Terminated` are installed
   before anything heavy is imported and stay for the whole run (the boundary sees they

@@ -1,7 +1,7 @@
 """The `wsperf` command: the Typer app and its commands, one module each. Each command
 parses, calls one library function and renders; every expected failure is a
 `WsperfError`, printed once as `Error: ...` on stderr with its documented exit code
-(README, "Exit codes"); the shared pieces live in `wsperf.cli.common`.
+(docs/exit-codes.md); the shared pieces live in `wsperf.cli.common`.
 
 Start-up time: the app is a lazy command group. `wsperf --help` and `--version` import
 no command module, and `wsperf CMD` imports only CMD's module (and what it needs): the

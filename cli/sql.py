@@ -25,7 +25,7 @@ def sql(
 ) -> None:
     """Run one SQL query over a store (opened read-only) or reports loaded in memory,
     and print the result. The query reads the wsperf tables only: no other file,
-    database or extension (README, "Bad input")."""
+    database or extension (docs/bad-input.md)."""
     with error_boundary():
         if db is not None and not report and not db.exists():
             raise InputError(f"{db}: no such database; create it with `wsperf analyze REPORT --db {db}`")

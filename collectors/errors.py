@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 class ExitCode:
-    """Documented process exit codes (README, "Exit codes")."""
+    """Documented process exit codes (docs/exit-codes.md)."""
 
     OK = 0
     REGRESSION = 1  # compare/nightly: a regression was found

@@ -22,7 +22,7 @@ This module is the one place that says which name to use where:
 Every name here is checked against ncu's own catalogue of each chip
 (fixtures/metrics/, `ncu --query-metrics --chip CHIP`) by tests/test_metric_catalogue.py,
 which also checks every metric name that collect, queries/*.sql and analyses/*.py name.
-What was verified on real hardware and what was not: README.md, "Blackwell".
+What was verified on real hardware and what was not: docs/blackwell.md.
 """
 
 from __future__ import annotations

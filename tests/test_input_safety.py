@@ -1,5 +1,5 @@
 """Inputs that must not hang wsperf, lose a store, leak files or processes, or act on the
-terminal (README, "Bad input" and "Exit codes"). Each defect is tried through the library
+terminal (docs/bad-input.md and docs/exit-codes.md). Each defect is tried through the library
 and through the real CLI; tests/corpus.py makes the inputs from the real fixtures.
 
 Every test has a time limit: an input that hangs fails its test instead of stalling CI.

@@ -41,7 +41,7 @@ SCANNED = (sorted((ROOT / "queries").glob("*.sql")) + sorted((ROOT / "analyses")
 # Names no catalogue or section lists for sm_100/sm_120: ncu records launch and device
 # attributes and timestamps for every profiled launch, and computes the SASS-patched and
 # PC-sampling instances itself. Each was seen in the H200 reports; on Blackwell each waits
-# for a real report (README.md, "Blackwell").
+# for a real report (docs/blackwell.md).
 UNVERIFIED_ON_BLACKWELL = {
     "device__attribute_compute_capability_major": "device attribute",
     "device__attribute_compute_capability_minor": "device attribute",

@@ -1,14 +1,17 @@
-"""The README's examples show what wsperf really prints. Every `$ wsperf ...` line inside a
-fenced block of README.md is run (in this process, each once per module, from a scratch
-directory whose `fixtures` is the repository's), and the lines under it, up to the next
-`$ ` line or the end of the block, must be its output, stdout and stderr as a terminal
-shows them. Output is COLUMNS=100 wide unless the command line starts with `COLUMNS=N`;
+"""The documentation's examples show what wsperf really prints. Every `$ wsperf ...` line
+inside a fenced block of README.md or of a page in docs/ is run (in this process, each once
+per module, in page order, from a scratch directory of the page's own whose `fixtures` is
+the repository's), and the lines under it, up to the next `$ ` line or the end of the
+block, must be its output, stdout and stderr as a terminal shows them. Output is COLUMNS=100 wide unless the command line starts with `COLUMNS=N`;
 the command exits 0 unless its line ends with a comment `# exit N`.
 
 Allowed differences: a line whose text starts with `…` is a declared cut and stands for
 any number of lines (exactly N when it says `N lines`); the time of day in run labels and
 dates, the scratch directory and the version string are normalised; trailing spaces are
-ignored."""
+ignored.
+
+The README's set-up commands are the ones CI runs: `.ci/run` builds its environment and
+runs the tests with exactly those lines."""
 
 from __future__ import annotations
 
@@ -26,13 +29,17 @@ from wsperf.cli import common
 from wsperf.cli.main import app
 
 README = ROOT / "README.md"
+# The README first, then docs/ by name: the order examples run in, a scratch directory per page.
+PAGES = (README, *sorted((ROOT / "docs").glob("*.md")))
+CI = ROOT / ".ci" / "run"
 DEFAULT_COLUMNS = 100
 CUT = "…"
 
 
 @dataclass(frozen=True)
 class Example:
-    line: int                # of the `$ wsperf` line in README.md
+    page: str                # README.md or docs/<topic>.md
+    line: int                # of the `$ wsperf` line in that page
     columns: int
     exit_code: int
     argv: tuple[str, ...]    # after `wsperf`
@@ -40,10 +47,10 @@ class Example:
 
     @property
     def id(self) -> str:
-        return f"L{self.line}-{self.argv[0]}"
+        return f"{self.page}:L{self.line}-{self.argv[0]}"
 
 
-def examples(text: str) -> list[Example]:
+def examples(text: str, page: str = "README.md") -> list[Example]:
     """Each `$ wsperf ...` of the fenced blocks with the lines shown under it."""
     found: list[Example] = []
     fence, current = None, None
@@ -63,11 +70,11 @@ def examples(text: str) -> list[Example]:
                 columns = int(words.pop(0).split("=", 1)[1])
             current = None
             if words and words[0] == "wsperf":
-                current = Example(no, columns, int(code.group(1)) if code else 0, tuple(words[1:]), ())
+                current = Example(page, no, columns, int(code.group(1)) if code else 0, tuple(words[1:]), ())
                 found.append(current)
             continue
         if current is not None:
-            found[-1] = current = Example(current.line, current.columns, current.exit_code, current.argv,
+            found[-1] = current = Example(current.page, current.line, current.columns, current.exit_code, current.argv,
                                           (*current.expected, line))
     return found
 
@@ -96,7 +103,7 @@ def mismatch(expected: tuple[str, ...], actual: list[str]) -> str | None:
 
     if match(0, 0):
         return None
-    # Where they part: the first shown line not printed where the README puts it.
+    # Where they part: the first shown line not printed where the page puts it.
     at, after_cut = 0, False
     for e, line in enumerate(expected):
         if line.strip().startswith(CUT):
@@ -106,47 +113,65 @@ def mismatch(expected: tuple[str, ...], actual: list[str]) -> str | None:
             (at if at < len(actual) and actual[at] == line else None)
         if found is None:
             got = "" if after_cut else f"\n  actual: {actual[at] if at < len(actual) else '<end>'!r}"
-            return f"README block line {e + 1}:\n  README: {line!r}{got}\nactual output:\n" + "\n".join(actual)
+            return f"block line {e + 1}:\n  shown:  {line!r}{got}\nactual output:\n" + "\n".join(actual)
         at, after_cut = found + 1, False
-    return ("the README block ends before the output does (no cut marker at its end)\nactual output:\n"
+    return ("the block ends before the output does (no cut marker at its end)\nactual output:\n"
             + "\n".join(actual))
 
 
-EXAMPLES = examples(README.read_text(encoding="utf-8"))
+def _page(path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+EXAMPLES = [ex for path in PAGES for ex in examples(path.read_text(encoding="utf-8"), _page(path))]
+
+# What each page shows at least: a page reorganised into a form the parser misses must not
+# pass silently.
+SHOWN = {
+    "README.md": {"analyze", "compare", "sql", "inspect", "worksheet", "timeline"},
+    "docs/charts.md": {"analyze"},
+    "docs/compare.md": {"compare"},
+    "docs/history.md": {"analyze", "history"},
+    "docs/worksheet.md": {"worksheet"},
+}
 
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
-    """Every example run once, in README order (later ones may read what earlier ones
-    stored), from a scratch directory: {line: (exit code, normalised output lines)}."""
-    scratch = tmp_path_factory.mktemp("readme")
-    (scratch / "fixtures").symlink_to(ROOT / "fixtures")
-    runner, results = CliRunner(), {}
+    """Every example run once, in page order (later ones may read what earlier ones of the
+    same page stored), from the page's scratch directory:
+    {(page, line): (exit code, normalised output lines)}."""
+    runner, results, scratches = CliRunner(), {}, {}
     width = common.out.width
     with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(scratch)
         mp.setenv("NO_COLOR", "1")
         try:
             for ex in EXAMPLES:
+                if ex.page not in scratches:
+                    scratch = scratches[ex.page] = tmp_path_factory.mktemp("page")
+                    (scratch / "fixtures").symlink_to(ROOT / "fixtures")
+                scratch = scratches[ex.page]
+                mp.chdir(scratch)
                 common.out.width = ex.columns  # what COLUMNS gives a piped `wsperf` at start-up
                 r = runner.invoke(app, list(ex.argv))
                 assert r.exception is None or isinstance(r.exception, SystemExit), (ex.argv, r.output)
-                results[ex.line] = (r.exit_code, [_normalise(l, str(scratch)) for l in r.output.splitlines()])
+                results[ex.page, ex.line] = (r.exit_code,
+                                             [_normalise(l, str(scratch)) for l in r.output.splitlines()])
         finally:
             common.out.width = width
     return results
 
 
-def test_readme_has_its_examples():
-    # The parser found the blocks (a README reorganised into a form it misses must not pass silently).
-    commands = {ex.argv[0] for ex in EXAMPLES}
-    assert {"analyze", "compare", "history", "worksheet"} <= commands, commands
+@pytest.mark.parametrize("page", sorted(SHOWN))
+def test_page_has_its_examples(page):
+    commands = {ex.argv[0] for ex in EXAMPLES if ex.page == page}
+    assert SHOWN[page] <= commands, (page, commands)
 
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda ex: ex.id)
 def test_readme_example_is_real_output(ex: Example, outputs):
-    code, actual = outputs[ex.line]
-    shown = f"README.md:{ex.line} `wsperf {shlex.join(ex.argv)}`"
+    code, actual = outputs[ex.page, ex.line]
+    shown = f"{ex.page}:{ex.line} `wsperf {shlex.join(ex.argv)}`"
     assert code == ex.exit_code, f"{shown} exited {code}:\n" + "\n".join(actual)
     problem = mismatch(tuple(_normalise(l, "\0") for l in ex.expected), actual)
     assert problem is None, f"{shown} no longer prints what it shows; {problem}"
@@ -156,7 +181,7 @@ def test_a_changed_number_is_caught(outputs):
     # The comparison can fail: one digit changed in a real output, or a line dropped
     # without a cut marker, is a mismatch; a cut marker may stand for those lines.
     ex = next(ex for ex in EXAMPLES if ex.argv[0] == "compare")
-    actual = outputs[ex.line][1]
+    actual = outputs[ex.page, ex.line][1]
     i = next(i for i, l in enumerate(actual) if re.search(r"\d", l))
     changed = list(actual)
     changed[i] = re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), changed[i], count=1)
@@ -166,3 +191,31 @@ def test_a_changed_number_is_caught(outputs):
     assert mismatch((*actual[:i], f"{CUT} (1 line cut)", *actual[i + 1:]), actual) is None
     assert mismatch((*actual[:i], f"{CUT} (2 lines cut)", *actual[i + 1:]), actual) is not None
     assert mismatch((*actual[:i], f"{CUT} (the rest cut)"), actual) is None
+
+
+def setup_commands(text: str) -> list[str]:
+    """The command lines of the fenced blocks under the README's "Set up" heading, each
+    without its trailing comment."""
+    section = re.search(r"^## Set up\b.*?$(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert section, "the README has no \"## Set up\" section"
+    commands, fence = [], None
+    for line in section.group(1).splitlines():
+        m = re.match(r"\s*(```+)", line)
+        if fence is None:
+            fence = m.group(1) if m else None
+        elif line.strip() == fence:
+            fence = None
+        elif line.strip():
+            commands.append(re.sub(r"\s+#\s.*$", "", line).strip())
+    return commands
+
+
+def test_setup_is_what_ci_runs():
+    # CI builds a fresh environment "exactly as README.md says": the README's two set-up
+    # commands (install and analyze a bundled report; run the tests) are lines of .ci/run.
+    install, tests = setup_commands(README.read_text(encoding="utf-8"))
+    ci = {line.strip() for line in CI.read_text(encoding="utf-8").splitlines()}
+    assert "pip install" in install and "wsperf analyze fixtures/" in install, install
+    assert "pytest" in tests, tests
+    assert install in ci, f".ci/run does not run the README's set-up line {install!r}"
+    assert tests in ci, f".ci/run does not run the README's test command {tests!r}"
