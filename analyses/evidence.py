@@ -158,6 +158,11 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
                           if generated else ([], []))
     if gs:
         _handoffs().store_sheets(con, gs)
+        if mbarriers is not None and not _not_regular(mbarriers):
+            try:
+                _handoffs().store_mbarrier_words(con, mbarriers, gs)
+            except OSError as e:
+                sheet_problems.append(f"{mbarriers}: {e.strerror or e}")
     verification = None
     if bundles:
         verification = Verification(not problems, tuple(dict.fromkeys(problems)), tuple(dict.fromkeys(tools)),

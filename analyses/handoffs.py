@@ -464,6 +464,33 @@ def store_sheets(con: Any, gs: list[GeneratedSheet]) -> None:
                         [k, f.code, f.name, f.text, f.basis.value, f.line])
 
 
+_READ_LABEL = re.compile(r"^(?P<kernel>[^:]+):(?P<barrier>.+)\[(?P<slot>\d+)\]$")
+
+
+def store_mbarrier_words(con: Any, path: Path, gs: list[GeneratedSheet]) -> int:
+    """Write the barrier words of a hang capture into ws_mbarrier_words; how many."""
+    from wsperf.collectors.mbarrier import decode, parse_reads
+
+    with open(path, "rb") as f:
+        reads = parse_reads(f.read(8 << 20).decode("utf-8", "replace"))
+    con.execute(read_query(SCHEMA.removesuffix(".sql")))
+    inits = {(g.sheet.kernel, b.name): {c for _, c in b.inits if c is not None} for g in gs for b in g.sheet.barriers}
+    rows = []
+    for r in reads:
+        m = _READ_LABEL.match(r.label)
+        if m is None:
+            continue
+        d = decode(r.word) if r.word is not None else None
+        ok = d is not None and d.expected in inits.get((m["kernel"], m["barrier"]), set())
+        rows.append([m["kernel"], m["barrier"], int(m["slot"]), *r.block, r.address, r.word,
+                     d.phase_parity if d else None, d.expected if d else None, d.pending_arrivals if d else None,
+                     d.pending_tx if d else None, ok])
+    con.execute("DELETE FROM ws_mbarrier_words WHERE kernel IN (SELECT UNNEST(?))", [sorted({r[0] for r in rows})])
+    if rows:
+        con.executemany("INSERT INTO ws_mbarrier_words VALUES (" + ", ".join("?" * 13) + ")", rows)
+    return len(rows)
+
+
 # ---------------------------------------------------------------------------------------
 # the reports, joined
 

@@ -56,3 +56,23 @@ CREATE TABLE IF NOT EXISTS ws_flags (
     basis VARCHAR NOT NULL,       -- evidence | assumption
     ptx_line INTEGER
 );
+
+-- The mbarrier words cuda-gdb read while the kernel hung (collect's hang/mbarriers.txt),
+-- decoded with the layout measured on the H200 (collectors/mbarrier.py); one row per word.
+-- `confirmed`: the word's expected count is the barrier's init count in ws_barriers (its
+-- address is taken as that barrier's only then).
+CREATE TABLE IF NOT EXISTS ws_mbarrier_words (
+    kernel VARCHAR NOT NULL,
+    barrier VARCHAR NOT NULL,     -- ws_barriers.barrier
+    slot INTEGER NOT NULL,        -- index of the barrier in the group (ws_barriers.slots, sorted)
+    block_x INTEGER NOT NULL,     -- the CTA read
+    block_y INTEGER NOT NULL,
+    block_z INTEGER NOT NULL,
+    address UBIGINT NOT NULL,     -- shared-window address read
+    word UBIGINT,                 -- NULL: cuda-gdb could not read it
+    phase_parity INTEGER,         -- parity of the phase in progress
+    expected INTEGER,             -- arrivals each phase needs
+    pending_arrivals INTEGER,     -- still owed in the phase in progress
+    pending_tx BIGINT,            -- tx bytes still owed (negative: completed before expected)
+    confirmed BOOLEAN NOT NULL
+);

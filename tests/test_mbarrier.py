@@ -127,3 +127,15 @@ def test_a_bundle_without_barrier_reads_keeps_its_causes():
     causes = json.loads(p.stdout)["causes"]
     assert p.returncode == 4 and not any(c["text"].startswith("live state") for c in causes)
     assert causes[0]["basis"] == "evidence" and "init with 32" in causes[0]["text"]
+
+
+def test_the_live_words_are_in_the_store_for_sql(tmp_path):
+    db = tmp_path / "s.duckdb"
+    assert wsperf("analyze", EVIDENCE / "gluon_count2", "--db", db, "--format", "json").returncode == 4
+    p = wsperf("sql", "--db", db, "--format", "json",
+               "SELECT expected, pending_arrivals, pending_tx, phase_parity, confirmed, count(*) AS n "
+               "FROM ws_mbarrier_words WHERE barrier LIKE '%49216%' GROUP BY ALL")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    assert len(rows) == 1 and rows[0]["n"] == 12 and rows[0]["expected"] == 2 and rows[0]["confirmed"] is True
