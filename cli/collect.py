@@ -36,7 +36,7 @@ def collect(
     kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Check and profile only kernels matching this "
                                          "regular expression (compute-sanitizer --kernel-name regex=, ncu -k regex:). "
                                          "Default: for a Python repro, the kernels it compiled itself (Triton's "
-                                         "cache names them), every launch; else every kernel."),
+                                         "cache or CuTe DSL's dump names them), every launch; else every kernel."),
     all_kernels: bool = typer.Option(False, "--all-kernels", help="Check every kernel the repro launches, PyTorch's "
                                      "and the libraries' too (their findings are listed, not judged)."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds each run of the repro may take; longer is a "

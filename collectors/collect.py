@@ -170,7 +170,12 @@ class _State:
         """The repro's environment: Triton's cache directed into the bundle, so that the
         generated code (.ptx, .cubin, .ttgir, .json per kernel) is kept; the sanitizer and
         ncu runs reuse it instead of compiling again."""
-        return {**repro_environ(), "TRITON_CACHE_DIR": str((self.root / generated.TRITON_CACHE).resolve())}
+        env = {**repro_environ(), "TRITON_CACHE_DIR": str((self.root / generated.TRITON_CACHE).resolve())}
+        if "CUTE_DSL_DUMP_DIR" not in env:  # CuTe DSL keeps what it compiles (the dump must exist)
+            dump = self.root / generated.CUTE_DUMP
+            dump.mkdir(parents=True, exist_ok=True)
+            env.update({"CUTE_DSL_DUMP_DIR": str(dump.resolve()), "CUTE_DSL_KEEP": "ptx,cubin"})
+        return env
 
     def record(self, phase: str, tool: str, done: Completed, name: str, outputs: dict[str, str] | None = None,
                note: str = "", stdout_at: str | None = None) -> RunRecord:
@@ -236,6 +241,7 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     st.plain_seconds = done.seconds
     progress(f"run: {note} ({done.stdout_bytes:,} bytes of stdout)")
     generated.keep_triton_cache(st)
+    generated.keep_cute_dump(st)
     if done.timed_out:
         # The code the hung warps run: the executable's own cubins, or, for a JIT repro (Python),
         # the cubins its compiler left in the bundle (Triton's cache), never the interpreter's.

@@ -10,6 +10,10 @@ Three sources, each recorded in the manifest as a `generated` run whose outputs 
 - Triton: every run of the repro gets `TRITON_CACHE_DIR=<bundle>/generated/triton`, so
   Triton writes each kernel's .ttir/.ttgir/.llir/.ptx/.cubin/.json there (and the
   sanitizer and ncu runs reuse them instead of compiling again);
+- CuTe DSL: every run gets `CUTE_DSL_KEEP=ptx,cubin` and `CUTE_DSL_DUMP_DIR=<bundle>/generated/cute`
+  (unless the user set a dump directory), so the DSL writes each compiled module's .ptx
+  and .cubin there (checked on CPU with CuTe DSL 4.8.1: one `<module>.sm_90a.ptx` and
+  `.cubin` per `cute.compile`);
 - `--source FILE` (repeatable): .cu, .ptx, .cubin or a fatbin, copied as given: TVM/TIRx
   generated CUDA, a CUTLASS build, the source of a binary built without PTX.
 """
@@ -30,6 +34,7 @@ from wsperf.collectors.ptx import compile_ptx
 
 GENERATED = "generated"
 TRITON_CACHE = "generated/triton"
+CUTE_DUMP = "generated/cute"
 SOURCES = "generated/sources"
 # What a --source may be, by suffix; anything else is refused before the repro runs.
 SOURCE_SUFFIXES = (".cu", ".cuh", ".ptx", ".cubin", ".fatbin", ".o", ".so", ".ptx.txt")
@@ -113,6 +118,20 @@ def keep_triton_cache(st: Any) -> None:
     if outputs:
         st.runs.append(RunRecord("generated", "triton", [], 0, 0.0, outputs=outputs,
                                  note=f"Triton's cache (TRITON_CACHE_DIR={TRITON_CACHE}) after the plain run"))
+        st.generated.update(outputs)
+        st.flush()
+
+
+def keep_cute_dump(st: Any) -> None:
+    """Record what CuTe DSL dumped into generated/cute during the plain run."""
+    dump = st.root / CUTE_DUMP
+    if not dump.is_dir():
+        return
+    outputs = {f"{'ptx' if f.suffix == '.ptx' else 'cubin'}:cute/{f.name}": str(f.relative_to(st.root))
+               for f in sorted(dump.iterdir()) if f.suffix in (".ptx", ".cubin") and f.is_file() and not f.is_symlink()}
+    if outputs:
+        st.runs.append(RunRecord("generated", "cute-dsl", [], 0, 0.0, outputs=outputs,
+                                 note=f"CuTe DSL's dump (CUTE_DSL_DUMP_DIR={CUTE_DUMP}) after the plain run"))
         st.generated.update(outputs)
         st.flush()
 

@@ -19,7 +19,9 @@ library's (say so with `--kernel`).
 
 What the sanitizer checks in the first place (`SanitizerScope`): a Python repro's own
 kernels are the ones it compiled itself, which Triton's cache in the bundle names (its
-`.json` per kernel, Gluon's too). By default collect checks those, every launch of them,
+`.json` per kernel, Gluon's too), and CuTe DSL's dump (the `.entry` names of its PTX; set
+up by collect, read on CPU, not yet run on a GPU: the GPU machine has no CuTe DSL). TVM's
+JIT modules and torch extensions are not named: such a repro is checked whole. By default collect checks those, every launch of them,
 and no other kernel: on the H200 a scoped run of each tool took 8-24 s on a Triton matmul,
 a Gluon kernel timed by `do_bench` and a PyTorch program around it, where the unscoped
 initcheck of the same matmul did not finish in 250 s (it checks PyTorch's fp32 reference
@@ -114,6 +116,7 @@ def _targets(pattern: str | None, name: str | None) -> bool:
 # A name compute-sanitizer's `kne=` (the full mangled name) and ncu's `regex:` can take
 # as it is: no ',' (the filter's separator) and nothing a regular expression reads.
 _PLAIN_NAME = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([^\s(]+)", re.M)
 # At most this many kernels are named one by one; a repro that compiled more is checked whole.
 MAX_SCOPED_KERNELS = 64
 
@@ -190,11 +193,20 @@ class SanitizerScope:
 
 def jit_kernels(root: Path, generated: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The kernels a JIT compiled into the bundle during the plain run, by name (Triton's
-    cache: the `name` of each kernel's `.json`), and the names that cannot be a filter
-    as they are. Sorted, each once."""
+    cache: the `name` of each kernel's `.json`; CuTe DSL's dump: the `.entry` names of its
+    PTX), and the names that cannot be a filter as they are. Sorted, each once."""
     names: set[str] = set()
     odd: set[str] = set()
     for key, rel in generated.items():
+        if key.startswith("ptx:cute/"):
+            try:
+                with open(root / rel, "rb") as f:
+                    text = f.read(64 << 20).decode("utf-8", "replace")
+            except OSError:
+                continue
+            for name in _ENTRY.findall(text):
+                (names if _PLAIN_NAME.match(name) else odd).add(name)
+            continue
         if not key.startswith("json:"):
             continue
         try:
@@ -222,6 +234,9 @@ def choose_scope(kernel: str | None, all_kernels: bool, root: Path, generated: d
     if len(names) > MAX_SCOPED_KERNELS:
         return SanitizerScope(ScopeMode.ALL, why=f"the repro compiled {len(names)} kernels: every kernel is checked")
     if names:
-        return SanitizerScope(ScopeMode.USER, names, why="named by Triton's cache in the bundle")
+        return SanitizerScope(ScopeMode.USER, names, why="named by " + " and ".join(
+            w for w, hit in (("Triton's cache", any(k.startswith("json:") for k in generated)),
+                             ("CuTe DSL's dump", any(k.startswith("ptx:cute/") for k in generated))) if hit)
+            + " in the bundle")
     return SanitizerScope(ScopeMode.ALL, why="no JIT cache in the bundle names the repro's own kernels: every kernel "
                                              "is checked")

@@ -161,3 +161,24 @@ def test_the_tma_matmul_is_checked_and_profiled_in_a_minute():
     (prof,) = [r for r in m["runs"] if r["phase"] == "profile"]
     assert prof["argv"][prof["argv"].index("-k") + 1] == "regex:^(matmul_tma)$"
     assert prof["argv"][prof["argv"].index("-c") + 1] == "1"
+
+
+def test_a_cute_dsl_repro_is_scoped_to_the_modules_its_dump_kept(tmp_path):
+    # CuTe DSL 4.8.1 with CUTE_DSL_KEEP=ptx,cubin writes <module>.sm_90a.ptx into the dump
+    # (fixtures/src/cute: the PTX of fixtures/ptx/cute_ws_ring.ptx is that file's content)
+    from wsperf.collectors.collect import Options, _State
+
+    st = _State(tmp_path, ["python3", "repro.py"], Options(tmp_path / "b"), lambda _: None)
+    env = st.env()
+    assert env["CUTE_DSL_KEEP"] == "ptx,cubin" and Path(env["CUTE_DSL_DUMP_DIR"]).is_dir()
+    dump = Path(env["CUTE_DSL_DUMP_DIR"])
+    ptx = (ROOT / "fixtures" / "ptx" / "cute_ws_ring.ptx").read_text()
+    (dump / "cutlass_host_FakeTensor_4_1.sm_90a.ptx").write_text(ptx)
+    from wsperf.collectors.generated import keep_cute_dump
+
+    keep_cute_dump(st)
+    (entry,) = re.findall(r"\.entry\s+([^\s(]+)", ptx)
+    scope = choose_scope(None, False, tmp_path, st.generated)
+    assert scope.mode is ScopeMode.USER and scope.kernels == (entry,)
+    assert scope.sanitizer_args(None) == ["--kernel-name", f"kne={entry}"]
+    assert "CuTe DSL's dump" in scope.why
