@@ -549,23 +549,26 @@ def deadlock(ev: Any) -> DeadlockReport:
 # (fixtures/mbarrier/hang.jsonl), after the 1 KB the hardware reserves. Each read is checked
 # against the worksheet: a word whose expected count is not the barrier's init count is not
 # taken as that barrier's.
-WINDOW_BASE = 0x400
-
-
 def barrier_sites(root: Path) -> list[tuple[str, int]]:
     """Where the mbarriers of the bundle's generated PTX live in the shared window, for
-    collect's hang capture: (kernel:barrier[slot], address), for barriers in dynamic shared
-    memory (Triton's and Gluon's global_smem). Barriers in static shared variables have no
-    address the PTX gives: none for them."""
+    collect's hang capture: (kernel:barrier[slot], address), by the layout ptxas gives the
+    kernel's shared variables (`analyses/smem_layout.py`: static ones from 0x400 in the
+    order the PTX declares them, dynamic memory after them). A barrier whose variable has
+    no address there has none."""
+    from wsperf.analyses.smem_layout import layouts
+
     ptx = sorted(p for p in (root / "generated").rglob("*.ptx") if p.is_file() and not p.is_symlink())
     gs, _ = sheets([("ptx", p) for p in ptx], root)
     out = []
+    by_text: dict[int, dict] = {}
     for g in gs:
-        base = _dynamic_base(g.text)
+        lay = by_text.setdefault(id(g.text), layouts(g.text)).get(g.sheet.kernel)
+        if lay is None:
+            continue
         for b in g.sheet.barriers:
-            if b.slots and b.name.split("+", 1)[0] in base:
-                out += [(f"{g.sheet.kernel}:{b.name}[{i}]", WINDOW_BASE + off)
-                        for i, off in enumerate(sorted(set(b.slots)))]
+            base = lay.address(b.name.split("+", 1)[0]) if b.slots else None
+            if base is not None:
+                out += [(f"{g.sheet.kernel}:{b.name}[{i}]", base + off) for i, off in enumerate(sorted(set(b.slots)))]
     return out
 
 

@@ -175,6 +175,8 @@ class _State:
             dump = self.root / generated.CUTE_DUMP
             dump.mkdir(parents=True, exist_ok=True)
             env.update({"CUTE_DSL_DUMP_DIR": str(dump.resolve()), "CUTE_DSL_KEEP": "ptx,cubin"})
+        if not env.get("TORCH_EXTENSIONS_DIR"):  # torch builds the repro's extensions in the bundle
+            env["TORCH_EXTENSIONS_DIR"] = str((self.root / generated.TORCH_EXTENSIONS).resolve())
         return env
 
     def record(self, phase: str, tool: str, done: Completed, name: str, outputs: dict[str, str] | None = None,
@@ -242,11 +244,16 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     progress(f"run: {note} ({done.stdout_bytes:,} bytes of stdout)")
     generated.keep_triton_cache(st)
     generated.keep_cute_dump(st)
+    generated.keep_torch_extensions(st, generated.torch_extensions_dir(root, st.env()), tools.get("cuobjdump"))
     if done.timed_out:
         # The code the hung warps run: the executable's own cubins, or, for a JIT repro (Python),
         # the cubins its compiler left in the bundle (Triton's cache), never the interpreter's.
         jit = [root / rel for key, rel in sorted(st.generated.items()) if key.startswith("cubin:")]
-        if "capture" in hang_files and tools.get("cuobjdump") and (is_elf(exe) and not jit):
+        listed = [root / rel for key, rel in sorted(st.generated.items()) if key.startswith("sass:torch_ext/")]
+        if "capture" in hang_files and listed and not jit:
+            progress(f"hang: the SASS of the {len(listed)} torch extension(s) the repro built, to map the waiting PCs")
+            _listed_sass(st, listed)
+        elif "capture" in hang_files and tools.get("cuobjdump") and (is_elf(exe) and not jit):
             progress("hang: cuobjdump -sass, to map the waiting PCs")
             sass = run_bounded([tools["cuobjdump"], "-sass", exe], timeout=120, stdout_file=root / "hang/sass.txt")
             st.record("hang", "cuobjdump", sass, "hang/cuobjdump", outputs={"sass": "hang/sass.txt"},
@@ -317,6 +324,17 @@ def _jit_sass(st: "_State", cuobjdump: str, cubins: list[Path]) -> None:
         out.write_text("\n".join(parts))
         st.runs[-1].outputs["sass"] = "hang/sass.txt"
         st.flush()
+
+
+def _listed_sass(st: "_State", listings: list[Path]) -> None:
+    """hang/sass.txt: the SASS listings collect already made (a torch extension's), one after
+    another."""
+    out = st.root / "hang" / "sass.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(p.read_text(errors="replace") for p in listings))
+    st.runs.append(RunRecord("hang", "sass", [], 0, 0.0, outputs={"sass": "hang/sass.txt"},
+                             note="the SASS listings of " + ", ".join(str(p.relative_to(st.root)) for p in listings)))
+    st.flush()
 
 
 def _cu_arch(gpu_archs: list[str]) -> str:
@@ -504,8 +522,8 @@ def _profile(st: _State, ncu: str) -> Path | None:
     argv += ["--import-source", "yes", "--clock-control", "none", "-c", str(count)]
     if st.opts.kernel:
         argv += ["-k", f"regex:{st.opts.kernel}"]
-    elif user:
-        argv += ["-k", f"regex:{scope.judged}"]
+    elif user:  # the names are mangled (a C++ extension's `_Z...`; Triton's and CuTe's are plain C names)
+        argv += ["--kernel-name-base", "mangled", "-k", f"regex:{scope.judged}"]
     argv += ["-f", "-o", str(out.resolve()), "--", *st.argv]
     limit = st.opts.timeout * PROFILE_TIMEOUT_FACTOR
     st.progress(f"profile: ncu {' '.join(args)} (limit {limit:g} s)")

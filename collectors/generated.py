@@ -14,6 +14,11 @@ Three sources, each recorded in the manifest as a `generated` run whose outputs 
   (unless the user set a dump directory), so the DSL writes each compiled module's .ptx
   and .cubin there (checked on CPU with CuTe DSL 4.8.1: one `<module>.sm_90a.ptx` and
   `.cubin` per `cute.compile`);
+- torch extensions: every run gets `TORCH_EXTENSIONS_DIR=<bundle>/generated/torch_extensions`
+  (unless the user set one: then that directory is read), so `torch.utils.cpp_extension.load`
+  and `load_inline` build there; each extension's `.so` is listed with `cuobjdump -ptx` and
+  `-sass` into generated/torch_ext/. An extension installed ahead of the run (`setup.py`,
+  a wheel) is not built there and not named: `--kernel` scopes to it;
 - `--source FILE` (repeatable): .cu, .ptx, .cubin or a fatbin, copied as given: TVM/TIRx
   generated CUDA, a CUTLASS build, the source of a binary built without PTX.
 """
@@ -35,6 +40,8 @@ from wsperf.collectors.ptx import compile_ptx
 GENERATED = "generated"
 TRITON_CACHE = "generated/triton"
 CUTE_DUMP = "generated/cute"
+TORCH_EXTENSIONS = "generated/torch_extensions"
+TORCH_EXT_LISTINGS = "generated/torch_ext"
 SOURCES = "generated/sources"
 # What a --source may be, by suffix; anything else is refused before the repro runs.
 SOURCE_SUFFIXES = (".cu", ".cuh", ".ptx", ".cubin", ".fatbin", ".o", ".so", ".ptx.txt")
@@ -43,6 +50,7 @@ MAX_SOURCE_BYTES = 1 << 30
 TRITON_KINDS = {".ptx": "ptx", ".cubin": "cubin", ".ttgir": "ttgir", ".ttir": "ttir", ".llir": "llir",
                 ".json": "json", ".source": "source"}
 _TOOL_S = 120
+_MAX_EXTENSIONS = 16
 
 
 def check_sources(sources: tuple[str, ...]) -> None:
@@ -134,6 +142,37 @@ def keep_cute_dump(st: Any) -> None:
                                  note=f"CuTe DSL's dump (CUTE_DSL_DUMP_DIR={CUTE_DUMP}) after the plain run"))
         st.generated.update(outputs)
         st.flush()
+
+
+def torch_extensions_dir(root: Path, env: dict[str, str]) -> Path:
+    """Where the repro's torch extensions are built: the user's TORCH_EXTENSIONS_DIR, else
+    the bundle's."""
+    return Path(env["TORCH_EXTENSIONS_DIR"]) if env.get("TORCH_EXTENSIONS_DIR") else root / TORCH_EXTENSIONS
+
+
+def keep_torch_extensions(st: Any, build_dir: Path, cuobjdump: str | None) -> None:
+    """List the CUDA code of each extension torch built during the plain run (every `.so`
+    under its build directory holding a fatbin): `cuobjdump -ptx` and `-sass` into
+    generated/torch_ext/, one run each. The SASS's `Function :` lines name the repro's
+    own kernels (`scope.jit_kernels`); the listings map a hang's PCs."""
+    if cuobjdump is None or not build_dir.is_dir():
+        return
+    outputs: dict[str, str] = {}
+    libs = [so for so in sorted(build_dir.rglob("*.so")) if so.is_file() and not so.is_symlink() and is_elf(str(so))]
+    for so in libs[:_MAX_EXTENSIONS]:
+        name = so.parent.name if so.stem == so.parent.name else f"{so.parent.name}-{so.stem}"
+        for flag, kind in (("-ptx", "ptx"), ("-sass", "sass")):
+            rel = f"{TORCH_EXT_LISTINGS}/{name}.{kind}"
+            (st.root / rel).parent.mkdir(parents=True, exist_ok=True)
+            done = run_bounded([cuobjdump, flag, str(so)], timeout=_TOOL_S, stdout_file=st.root / rel)
+            out = {f"{kind}:torch_ext/{name}": rel} if done.exit_code == 0 and _holds(st.root / rel, kind) else {}
+            st.record("generated", "cuobjdump", done, f"{TORCH_EXT_LISTINGS}/cuobjdump-{name}{flag}", outputs=out,
+                      stdout_at=rel, note=f"the torch extension {so}")
+            outputs.update(out)
+    if len(libs) > _MAX_EXTENSIONS:
+        st.warnings.append(f"{len(libs)} torch extensions under {build_dir}: the first {_MAX_EXTENSIONS} are listed")
+    st.generated.update(outputs)
+    st.flush()
 
 
 def source_kind(p: Path) -> str:

@@ -19,10 +19,12 @@ library's (say so with `--kernel`).
 
 What the sanitizer checks in the first place (`SanitizerScope`): a Python repro's own
 kernels are the ones it compiled itself, which Triton's cache in the bundle names (its
-`.json` per kernel, Gluon's too), and CuTe DSL's dump (the `.entry` names of its PTX; set
-up by collect, read on CPU, not yet run on a GPU: the GPU machine has no CuTe DSL). TVM's
-JIT modules and torch extensions are not named: such a repro is checked whole. By default collect checks those, every launch of them,
-and no other kernel: on the H200 a scoped run of each tool took 8-24 s on a Triton matmul,
+`.json` per kernel, Gluon's too), CuTe DSL's dump (the `.entry` names of its PTX; set
+up by collect, read on CPU, not yet run on a GPU: the GPU machine has no CuTe DSL), and
+the torch extensions built during the run in the bundle's TORCH_EXTENSIONS_DIR (the
+mangled `Function :` names of each `.so`'s SASS). TVM's JIT modules and extensions
+installed ahead of the run are not named: such a repro is checked whole. By default
+collect checks the named ones, every launch of them, and no other kernel: on the H200 a scoped run of each tool took 8-24 s on a Triton matmul,
 a Gluon kernel timed by `do_bench` and a PyTorch program around it, where the unscoped
 initcheck of the same matmul did not finish in 250 s (it checks PyTorch's fp32 reference
 matmul too). A launch count is not part of the default: racecheck's records on Triton's
@@ -116,6 +118,7 @@ def _targets(pattern: str | None, name: str | None) -> bool:
 # A name compute-sanitizer's `kne=` (the full mangled name) and ncu's `regex:` can take
 # as it is: no ',' (the filter's separator) and nothing a regular expression reads.
 _PLAIN_NAME = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$", re.M)  # a kernel in `cuobjdump -sass`
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([^\s(]+)", re.M)
 # At most this many kernels are named one by one; a repro that compiled more is checked whole.
 MAX_SCOPED_KERNELS = 64
@@ -194,17 +197,21 @@ class SanitizerScope:
 def jit_kernels(root: Path, generated: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The kernels a JIT compiled into the bundle during the plain run, by name (Triton's
     cache: the `name` of each kernel's `.json`; CuTe DSL's dump: the `.entry` names of its
-    PTX), and the names that cannot be a filter as they are. Sorted, each once."""
+    PTX; a torch extension: the `Function :` names of its SASS, mangled), and the names
+    that cannot be a filter as they are. Sorted, each once."""
     names: set[str] = set()
     odd: set[str] = set()
+    # listings whose kernels a pattern names: (key prefix, pattern, bytes read at most)
+    listings = (("sass:torch_ext/", _FUNCTION, 256 << 20), ("ptx:cute/", _ENTRY, 64 << 20))
     for key, rel in generated.items():
-        if key.startswith("ptx:cute/"):
+        listing = next((x for x in listings if key.startswith(x[0])), None)
+        if listing is not None:
             try:
                 with open(root / rel, "rb") as f:
-                    text = f.read(64 << 20).decode("utf-8", "replace")
+                    text = f.read(listing[2]).decode("utf-8", "replace")
             except OSError:
                 continue
-            for name in _ENTRY.findall(text):
+            for name in listing[1].findall(text):
                 (names if _PLAIN_NAME.match(name) else odd).add(name)
             continue
         if not key.startswith("json:"):
@@ -236,7 +243,9 @@ def choose_scope(kernel: str | None, all_kernels: bool, root: Path, generated: d
     if names:
         return SanitizerScope(ScopeMode.USER, names, why="named by " + " and ".join(
             w for w, hit in (("Triton's cache", any(k.startswith("json:") for k in generated)),
-                             ("CuTe DSL's dump", any(k.startswith("ptx:cute/") for k in generated))) if hit)
+                             ("CuTe DSL's dump", any(k.startswith("ptx:cute/") for k in generated)),
+                             ("the torch extensions it built", any(k.startswith("sass:torch_ext/") for k in generated)))
+            if hit)
             + " in the bundle")
     return SanitizerScope(ScopeMode.ALL, why="no JIT cache in the bundle names the repro's own kernels: every kernel "
                                              "is checked")

@@ -53,6 +53,16 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
         seen.append(f"live states {len(live)}: {[str(c.get('text'))[:220] for c in live]}")
         if not (bundle / "hang" / "mbarriers.txt").is_file() or not live:
             fails.append("no live barrier state read during the hang")
+    elif name in ("bulk_missing_tx", "bulk_collective"):
+        # deadlocks of a bulk-copy ring whose barriers are static shared variables: their
+        # words read live, at the addresses of the PTX's shared layout
+        causes = (doc or {}).get("causes", [])
+        first = causes[0] if causes else {}
+        live = [c for c in causes if str(c.get("text", "")).startswith("live state")]
+        seen.append(f"first cause [{first.get('basis')}]: {str(first.get('text'))[:200]}; live states "
+                    f"{[str(c.get('text'))[:220] for c in live]}")
+        if not (bundle / "hang" / "mbarriers.txt").is_file() or not live:
+            fails.append("no live barrier state read during the hang")
     elif name in ("deadlock_ptx", "phase_source"):
         causes = (doc or {}).get("causes", [])
         first = causes[0] if causes else {}
@@ -63,12 +73,16 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
         roles = {g.get("role_basis") for g in (doc or {}).get("groups", [])}
         if roles != {"evidence"}:
             fails.append(f"role bases {roles}")
+        live = [c for c in causes if str(c.get("text", "")).startswith("live state")]
+        seen.append(f"live states {[str(c.get('text'))[:220] for c in live]}")
+        if not live:
+            fails.append("no live barrier state (static shared barriers)")
     elif name.startswith("release_"):
         rel = sorted({r["release"] for r in (doc or {}).get("releases", [])})
         caveats = (doc or {}).get("caveats", [])
         seen.append(f"releases {rel}; caveats {[c[:80] for c in caveats]}")
         want = {"release_warp_synced": "warp-synced-single-lane-release",
-                "release_unsynced": "unsynced-single-lane-release"}.get(name)
+                "release_unsynced": "unsynced-single-lane-release"}.get(name.removesuffix("_sass"))
         if want and want not in rel:
             fails.append(f"no {want}")
         if name == "release_warp_synced_accepted" and not any("accepted" in c for c in caveats):
@@ -137,6 +151,20 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
                     f"{[o[:100] for o in other]}")
         if manifest.get("outcome") != "correctness" or not any("under compute-sanitizer" in o for o in other):
             fails.append("the race on the stage buffer did not stop the repro")
+    elif name in ("torch_ext", "torch_ext_race"):
+        # the repro's own kernel is a torch extension built in the bundle: scoped to it
+        bad = [r.get("tool") for r in (doc or {}).get("sanitizer_runs", []) if r.get("errors")]
+        seen.append(f"outcome {manifest.get('outcome')}; errors from {bad}; torch_ext listings "
+                    f"{[k for k in gen if 'torch_ext/' in k]}")
+        if scope.get("mode") != "user-kernels" or not any("block_rowsum" in k for k in scope.get("kernels") or []):
+            fails.append("not scoped to the extension's kernel")
+        want = "clean" if name == "torch_ext" else "correctness"
+        if manifest.get("outcome") != want:
+            fails.append(f"outcome {manifest.get('outcome')}, not {want}")
+        if name == "torch_ext_race" and "racecheck" not in bad:
+            fails.append("racecheck did not report the planted race")
+        if name == "torch_ext" and not (bundle / "profile" / "report.ncu-rep").is_file():
+            fails.append("no profile of the extension's kernel")
     elif name.startswith("torch_"):
         caveats = (doc or {}).get("caveats", [])
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")

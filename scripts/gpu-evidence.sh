@@ -24,6 +24,13 @@ nvcc "${ptx[@]}" -O3 -o "$build/ws_deadlock_nolines" fixtures/src/broken/ws_dead
 nvcc "${ptx[@]}" -O3 -lineinfo -o "$build/release_warp_synced" fixtures/src/ws_stream.cu & pids+=($!)
 nvcc "${ptx[@]}" -O3 -lineinfo -DWS_RELEASE_PER_THREAD=1 -o "$build/release_per_thread" fixtures/src/ws_stream.cu & pids+=($!)
 nvcc "${ptx[@]}" -O3 -lineinfo -DWS_RELEASE_UNSYNCED=1 -o "$build/release_unsynced" fixtures/src/ws_stream.cu & pids+=($!)
+# The same three without PTX (code=sm_90a only): the release is classified from the SASS.
+nvcc "${sass[@]}" -O3 -lineinfo -o "$build/release_warp_synced_sass" fixtures/src/ws_stream.cu & pids+=($!)
+nvcc "${sass[@]}" -O3 -lineinfo -DWS_RELEASE_PER_THREAD=1 -o "$build/release_per_thread_sass" fixtures/src/ws_stream.cu & pids+=($!)
+nvcc "${sass[@]}" -O3 -lineinfo -DWS_RELEASE_UNSYNCED=1 -o "$build/release_unsynced_sass" fixtures/src/ws_stream.cu & pids+=($!)
+# A bulk-copy ring: its missing expect_tx and a collective inside a role both hang.
+nvcc "${ptx[@]}" -O3 -lineinfo -DWS_BULK_MISSING_TX -o "$build/bulk_missing_tx" fixtures/src/broken/ws_bulk.cu & pids+=($!)
+nvcc "${ptx[@]}" -O3 -lineinfo -DWS_BULK_COLLECTIVE -o "$build/bulk_collective" fixtures/src/broken/ws_bulk.cu & pids+=($!)
 wait "${pids[@]}"
 
 declare -A expect cmd
@@ -46,6 +53,14 @@ run gluon_count2_nolines 4 --timeout 40 -- env TRITON_DISABLE_LINE_INFO=1 python
     --bug count2
 run gluon_phase_nolines 4 --timeout 40 -- env TRITON_DISABLE_LINE_INFO=1 python3 fixtures/src/gluon_ws_rowsum.py \
     --bug phase
+# Deadlocks whose barriers live in static shared variables: their words are read at the
+# addresses ptxas gives them (analyses/smem_layout.py).
+run bulk_missing_tx 4 --timeout 20 -- "$build/bulk_missing_tx"
+run bulk_collective 4 --timeout 20 -- "$build/bulk_collective"
+run release_per_thread_sass 0 --kernel ws_stream --timeout 60 -- "$build/release_per_thread_sass" healthy
+run release_warp_synced_sass 3 --kernel ws_stream --timeout 60 -- "$build/release_warp_synced_sass" healthy
+run release_unsynced_sass 3 --kernel ws_stream --timeout 60 --accept-race warp-synced-single-lane-release \
+    -- "$build/release_unsynced_sass" healthy
 run release_per_thread 0 --kernel ws_stream --timeout 60 -- "$build/release_per_thread" healthy
 run release_warp_synced 3 --kernel ws_stream --timeout 60 -- "$build/release_warp_synced" healthy
 run release_warp_synced_accepted 0 --kernel ws_stream --timeout 60 --accept-race warp-synced-single-lane-release \
@@ -77,6 +92,10 @@ run torch_gluon_kernel 0 --kernel gluon_ws_rowsum --timeout 300 -- python3 fixtu
 # The same loop without warp_specialize (device-side descriptors too): initcheck's reads
 # are the atomic exchanges that publish each tensor map, read from the kept cubin: clean.
 run triton_plain_desc 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py plain --n 1024
+# A torch extension built at run time (load_inline) next to cuBLAS and cuDNN: scoped to its
+# kernel by default; the same extension with a planted shared-memory race still stops.
+run torch_ext 0 --timeout 300 -- python3 fixtures/src/torch_ext_mix.py
+run torch_ext_race 3 --timeout 300 -- python3 fixtures/src/torch_ext_mix.py --bug race
 run torch_vendor 0 --all-kernels --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
 run torch_vendor4096 0 --all-kernels --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py --n 4096
 run torch_filter 0 --kernel scale_rows --tools initcheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py

@@ -182,3 +182,38 @@ def test_a_cute_dsl_repro_is_scoped_to_the_modules_its_dump_kept(tmp_path):
     assert scope.mode is ScopeMode.USER and scope.kernels == (entry,)
     assert scope.sanitizer_args(None) == ["--kernel-name", f"kne={entry}"]
     assert "CuTe DSL's dump" in scope.why
+
+
+def test_a_torch_extension_built_in_the_bundle_scopes_to_its_kernels(tmp_path):
+    # The layout torch.utils.cpp_extension leaves in TORCH_EXTENSIONS_DIR: <dir>/<name>/<name>.so.
+    # The library is built here by nvcc from the extension's own kernel (fixtures/src/torch_ext_mix.py).
+    import shutil
+    import subprocess
+
+    from wsperf.collectors.collect import Options, _State
+    from wsperf.collectors.disasm import find_tool
+    from wsperf.collectors.generated import keep_torch_extensions, torch_extensions_dir
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    st = _State(tmp_path, ["python3", "repro.py"], Options(tmp_path / "b"), lambda _: None)
+    build = torch_extensions_dir(tmp_path, st.env())
+    assert str(build) == st.env()["TORCH_EXTENSIONS_DIR"] and build.is_relative_to(tmp_path.resolve())
+    src = (ROOT / "fixtures" / "src" / "torch_ext_mix.py").read_text()
+    kernel = src[src.index("__global__"):src.index("torch::Tensor rowsum")]
+    (tmp_path / "k.cu").write_text(kernel)
+    so = build / "wsperf_rowsum" / "wsperf_rowsum.so"
+    so.parent.mkdir(parents=True)
+    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90a,code=[sm_90a,compute_90a]",
+                    "-o", str(so), str(tmp_path / "k.cu")], check=True, capture_output=True, timeout=300)
+    (build / "wsperf_rowsum" / "alias.so").symlink_to(so)  # a link is not followed: listed once
+    keep_torch_extensions(st, build, find_tool("cuobjdump"))
+    assert set(st.generated) == {"ptx:torch_ext/wsperf_rowsum", "sass:torch_ext/wsperf_rowsum"}
+    assert ".entry _Z12block_rowsumPKfPfi" in (tmp_path / st.generated["ptx:torch_ext/wsperf_rowsum"]).read_text()
+    scope = choose_scope(None, False, tmp_path, st.generated)
+    assert scope.mode is ScopeMode.USER and scope.kernels == ("_Z12block_rowsumPKfPfi",)
+    assert scope.sanitizer_args(None) == ["--kernel-name", "kne=_Z12block_rowsumPKfPfi"]
+    assert "torch extensions" in scope.why
+    # A TORCH_EXTENSIONS_DIR the user set is read where it is.
+    assert torch_extensions_dir(tmp_path, {"TORCH_EXTENSIONS_DIR": "/opt/ext"}) == Path("/opt/ext")
