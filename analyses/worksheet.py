@@ -128,6 +128,9 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         groups.setdefault(k.role[k.block_of[i]], []).append(i)
     role_name: dict[frozenset | None, str] = {}
     roles: list[Item] = []
+    # where tcgen05.alloc writes the tensor-memory address it allocated (read back by every warp)
+    tmem_slots = {at for s in stmts if s.opcode.startswith("tcgen05.alloc") and s.operands
+                  and (at := k.shared_at(s.operands[0])) is not None}
     for ws, idx in groups.items():
         if ws is None or ws == all_warps:
             role_name[ws] = "all" if ws is not None else "?"
@@ -144,11 +147,13 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         prod = any(_PRODUCER.match(o) for o in ops) and (
             any(o.startswith("cp.async") for o in ops) or any(o.startswith("st.shared") for o in ops))
         # a consumer computes with tensor cores or FMAs, or takes stages from a ring: waits, reads
-        # shared memory (not the partition table's byte) and releases them (a plain arrive)
+        # shared memory (not the partition table's byte, nor the tensor-memory address that
+        # tcgen05.alloc wrote there) and releases them (a plain arrive)
         cons = any(_CONSUMER.match(o) for o in ops) or (
             any(o.startswith(_WAIT) for o in ops) and any(o.startswith("mbarrier.arrive.") and "expect_tx" not in o
                                                          for o in ops)
-            and any(stmts[i].opcode.startswith("ld.shared") and stmts[i].line not in k.table_reads for i in idx))
+            and any(stmts[i].opcode.startswith("ld.shared") and stmts[i].line not in k.table_reads
+                    and (not stmts[i].operands or k.shared_at(stmts[i].operands[-1]) not in tmem_slots) for i in idx))
         kind = "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
             "tensor-memory owner" if any(o.startswith("tcgen05.alloc") for o in ops) else \
@@ -405,7 +410,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             if peer is not None:
                 # what this CTA's role sends a peer is, CTAs paired by rank ^ C, what each
                 # CTA's barrier gets from its peer's same role
-                a = Arrive(a.site, f"remote {a.kind}", a.arrivals if peer[2] else None, a.tx_bytes)
+                a = Arrive(a.site, f"remote {a.kind}", a.arrivals if peer[2] else None, a.tx_bytes, a.loop)
             g["arr"].append(a)
     # one entry per look-alike group of a symbol
     merged: dict[tuple, dict] = {}
@@ -466,21 +471,22 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
     o = s.opcode
     p = k.threads(i)
     n = len(p) if p is not None else None
+    loop = k.loop_line(i)
     if o.startswith("cp.async.bulk"):
         return Arrive(st, "complete_tx", 0, _shown(k, s.operands[2]) if ".tensor" not in o and len(s.operands) > 3
-                      else None)
+                      else None, loop)
     if o.startswith("tcgen05.commit"):
         # .mbarrier::arrive::one: one arrive-on per issuing thread, once its tcgen05 ops complete
-        return Arrive(st, "tcgen05.commit", n, None)
+        return Arrive(st, "tcgen05.commit", n, None, loop)
     if o.startswith("cp.async.mbarrier.arrive"):
-        return Arrive(st, "cp.async.mbarrier.arrive", n if ".noinc" in o else 0, None)
+        return Arrive(st, "cp.async.mbarrier.arrive", n if ".noinc" in o else 0, None, loop)
     if "expect_tx" in o:
-        return Arrive(st, "arrive.expect_tx", n, _shown(k, s.operands[2]) if len(s.operands) > 2 else None)
+        return Arrive(st, "arrive.expect_tx", n, _shown(k, s.operands[2]) if len(s.operands) > 2 else None, loop)
     count = 1
     if len(s.operands) > 2:  # mbarrier.arrive ... state, [addr], count
         c = k.value(s.operands[2])
         count = c(0) if c else None  # type: ignore[assignment]
-    return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None)
+    return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None, loop)
 
 
 def _shown(k: _Kernel, op: str) -> str:

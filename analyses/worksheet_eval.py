@@ -329,7 +329,7 @@ class _Kernel:
             # one broadcast
             return self.vals(ops[0], depth)
         if base == "selp" and len(ops) == 3:
-            return _union([self.vals(ops[0], depth), self.vals(ops[1], depth)])
+            return _union([self._chosen(ops, pick, depth) for pick in (True, False)])
         if base in ("neg", "not") and len(ops) == 1:
             v = self.vals(ops[0], depth)
             if v is None or v[0] is not None or v[1] is None:
@@ -377,6 +377,26 @@ class _Kernel:
              "rem": lambda x, y: x % y if y else 0, "div": lambda x, y: x // y if y else 0}.get(base)
         return _combine(None, a[1], b[1], f) if f else None
 
+    def _chosen(self, ops: list[str], pick: bool, depth: int) -> Val:
+        """The values `selp a, b, p` takes from a (`pick`) or b. When p compares the other
+        operand with a constant (`p = n == N; selp 0, n, p`: a stage counter's wrap), b is
+        chosen only where n != N, so N is not among them."""
+        v = self.vals(ops[0 if pick else 1], depth)
+        flag = self.defs.get(ops[2], [])
+        if v is None or v[0] is not None or v[1] is None or len(flag) != 1 or len(flag[0].operands) != 3 or \
+                flag[0].guard or flag[0].opcode.split(".")[:2] not in (["setp", "eq"], ["setp", "ne"]):
+            return v
+        x, y = flag[0].operands[1:]
+        mine = ops[0 if pick else 1]
+        other = y if x == mine else x if y == mine else None
+        c = self.vals(other, depth) if other is not None else None
+        if c is None or c[0] is not None or c[1] is None or len(c[1]) != 1:
+            return v
+        # chosen when p holds (pick) under eq, or when it fails under ne: there mine == N
+        if pick == (flag[0].opcode.split(".")[1] == "eq"):
+            return v[0], v[1] & c[1]
+        return v[0], v[1] - c[1]
+
     def _wrapped(self, op: str, s: Stmt, depth: int) -> frozenset | None:
         """The values of a stage counter that wraps: `n = op + c; op = (n == N) ? 0 : n`
         (`setp.eq p, n, N; selp op, 0, n, p`, as CuTe DSL and nvcc step a ring's stage), with
@@ -407,7 +427,9 @@ class _Kernel:
         n, r, step = (next(iter(v[1])) for v in (limit, back, c))  # type: ignore[index]
         if step <= 0 or not 0 < n <= _MAX_VALUES:
             return None
-        out = {r}
+        # from each start up to N, and from the reset value on once it has wrapped (Triton
+        # starts its stage at STAGES - 1, so the first step wraps it to 0)
+        out = set(range(r, n, step)) if 0 <= r < n else {r}
         for v in starts:
             out |= set(range(next(iter(v[1])), n, step))  # type: ignore[index]
         return frozenset(out) if all(0 <= x < n for x in out) else None
@@ -563,13 +585,49 @@ class _Kernel:
             found.add(r)
         return found.pop() if len(found) == 1 else None
 
-    def first_value(self, op: str, depth: int = 0, busy: frozenset = frozenset()) -> int | None:
+    def first_value(self, op: str, depth: int = 0, busy: frozenset = frozenset(), at: int | None = None) -> int | None:
         """The value `op` has the first time a loop's body runs, when it is the same in
         every thread and computed from constants: a loop counter's initial value (its own
         `i += c` is the next trip's), a phase `(i / STAGES) & 1`, `phase ^ 1`. None when a
-        kernel argument, data or the thread decides it."""
+        kernel argument, data or the thread decides it. With `at` (a statement), the value
+        just before that statement on the first trip: the definitions met walking back from
+        it along edges that are not a loop's back edge, so an update earlier in the same
+        trip counts (Triton's phase flips at the top of its loop: `phase ^= (stage + 1 ==
+        STAGES)` from stage STAGES - 1, before the wait)."""
+        if at is not None:
+            r = self._first_in(op.strip(), self.block_of[at], at, 0, frozenset())
+            return None if r is _CYCLE else r
         r = self._first(op.strip(), depth, busy)
         return None if r is _CYCLE else r
+
+    def _first_in(self, op: str, b: int, upto: int, depth: int, busy: frozenset):
+        """`op` just before statement `upto` of block b, on the first trip (`first_value`)."""
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
+            return int(op, 0)
+        if op not in self.defs or depth > 200:
+            return None
+        memo = self.__dict__.setdefault("_first_memo", {})
+        if (op, b, upto) in memo:
+            return memo[(op, b, upto)]
+        r = None
+        for x in range(upto - 1, self.starts[b] - 1, -1):
+            d = self.stmts[x]
+            if _dest(d) == op:
+                if not d.guard:  # its operands where it stands: earlier in this block, or before it
+                    r = self._first_of(d, depth + 1, busy, lambda a, x=x: self._first_in(
+                        a.strip(), self.block_of[x], x, depth + 1, busy))
+                break
+        else:
+            if (op, b) in busy:  # back in a block on the way here: a cycle of forward edges
+                return None
+            dom = self.dominators()
+            preds = [p for p, ss in enumerate(self.succ) if b in ss and b not in dom[p]]  # no back edge
+            got = {self._first_in(op, p, self.starts[p + 1] if p + 1 < len(self.starts) else len(self.stmts),
+                                  depth + 1, busy | {(op, b)}) for p in preds}
+            r = got.pop() if len(got) == 1 else None
+        r = None if r is _CYCLE else r
+        memo[(op, b, upto)] = r
+        return r
 
     def _first(self, op: str, depth: int, busy: frozenset):
         if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
@@ -591,12 +649,14 @@ class _Kernel:
             got.add(r)
         return got.pop() if len(got) == 1 else _CYCLE if not got else None
 
-    def _first_of(self, s: Stmt, depth: int, busy: frozenset):
+    def _first_of(self, s: Stmt, depth: int, busy: frozenset, arg=None):  # type: ignore[no-untyped-def]
+        """What statement s writes on the first trip; its operands from `arg` (default: each
+        register's first value wherever it is defined)."""
         base = s.opcode.split(".")[0]
         width = 64 if re.search(r"\.[bsu]64$", s.opcode) else 32
         mask = (1 << width) - 1
         signed = bool(re.search(r"\.s\d+$", s.opcode))
-        args = [self._first(a.strip(), depth, busy) for a in s.operands[1:]]
+        args = [arg(a) if arg else self._first(a.strip(), depth, busy) for a in s.operands[1:]]
         if _CYCLE in args:
             return _CYCLE
         if None in args:
@@ -662,6 +722,34 @@ class _Kernel:
                     dom[b], changed = new, True
         self._dom = dom
         return dom
+
+    def loop_line(self, i: int) -> int:
+        """The PTX line where the innermost loop holding statement i begins (its header's
+        first statement); 0 when no loop holds it. Loops are the natural loops of the
+        back edges (an edge to a block that dominates its source)."""
+        if getattr(self, "_loops", None) is None:
+            dom = self.dominators()
+            preds: list[list[int]] = [[] for _ in self.succ]
+            for b, ss in enumerate(self.succ):
+                for x in ss:
+                    preds[x].append(b)
+            bodies: dict[int, set[int]] = {}
+            for x, ss in enumerate(self.succ):
+                for h in ss:
+                    if h in dom[x]:
+                        body = bodies.setdefault(h, {h})
+                        todo = [x]
+                        while todo:
+                            y = todo.pop()
+                            if y not in body:
+                                body.add(y)
+                                todo += preds[y]
+            self._loops: list[int] = []
+            for b in range(len(self.succ)):
+                holding = [h for h, body in bodies.items() if b in body]
+                self._loops.append(min(holding, key=lambda h: len(bodies[h])) if holding else -1)
+        h = self._loops[self.block_of[i]]
+        return self.stmts[self.starts[h]].line if h >= 0 else 0
 
     def peer_address(self, op: str) -> tuple[str, str, bool] | None:
         """(the CTA-local address, the target rank as the PTX computes it, whether every CTA

@@ -49,11 +49,51 @@ def _cluster_waits(k: _Kernel, stmts: list[Stmt], after: int | None = None) -> s
     return out
 
 
+_RENDEZVOUS = re.compile(r"^(bar|barrier)(\.cta)?(\.aligned)?\.sync(\.aligned)?$")
+
+
+def _rendezvous(k: _Kernel, s: Stmt) -> str | None:
+    """The id of a named barrier that every thread of the CTA must reach before any passes:
+    `barrier.sync N` / `bar.sync N` with no thread count, or with the block's own count."""
+    if not _RENDEZVOUS.match(s.opcode) or not s.operands or not re.fullmatch(r"\d+", s.operands[0]):
+        return None
+    if len(s.operands) == 1:
+        return s.operands[0]
+    c = k.value(s.operands[1])
+    return s.operands[0] if c is not None and k.n and c(0) == k.n else None
+
+
+def _rendezvous_after(k: _Kernel, stmts: list[Stmt], i: int, preds: list[list[int]]) -> set[int]:
+    """Blocks holding a whole-CTA named barrier of an id that the thread of statement i
+    (an init) reaches after it and meets nowhere before it. That thread's first arrival
+    at the id comes after the init, and no thread passes the id's first generation before
+    every thread has arrived: a waiter past any copy of it sees the init, wherever its
+    own copy sits (Triton's default warps run `barrier.sync 1` after the inits in their
+    branch; its worker warps meet it before their dispatch)."""
+    bi = k.block_of[i]
+    pre, todo = set(), [bi]  # the blocks on some path to the init
+    while todo:
+        b = todo.pop()
+        for p in preds[b]:
+            if p not in pre:
+                pre.add(p)
+                todo.append(p)
+    found = [(j, n) for j, s in enumerate(stmts) if (n := _rendezvous(k, s)) is not None]
+    met = {n for j, n in found if k.block_of[j] in pre or (k.block_of[j] == bi and j < i)}
+    ahead = k.reach(bi, set())
+    ids = {n for j, n in found if n not in met and k.block_of[j] in ahead and (k.block_of[j] != bi or j > i)}
+    return {k.block_of[j] for j, n in found if n in ids}
+
+
 def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
     out = []
     # a CTA barrier all threads reach, or a cluster barrier (which every thread of the CTA meets too)
     cta_blocks = {k.block_of[i] for i, s in enumerate(stmts) if _is_cta_barrier(s) and _everyone(k, i)}
     cta_blocks |= _cluster_waits(k, stmts)
+    preds: list[list[int]] = [[] for _ in k.succ]
+    for b, ss in enumerate(k.succ):
+        for x in ss:
+            preds[x].append(b)
     for i, s in enumerate(stmts):
         if not s.opcode.startswith("mbarrier.init"):
             continue
@@ -63,7 +103,7 @@ def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
         if role is None or role == all_w:
             continue  # thread 0 / lane 0 of the whole CTA: the usual, checked below only in roles
         sym = k.sym_of(s.operands[0])
-        after = {b for b in cta_blocks if b in k.reach(bi, set())}
+        after = {b for b in cta_blocks if b in k.reach(bi, set())} | _rendezvous_after(k, stmts, i, preds)
         for j, w in enumerate(stmts):
             if not w.opcode.startswith(_WAIT) or k.sym_of(w.operands[1]) != sym:
                 continue
@@ -220,7 +260,7 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                     first[warp] = (i, w)
         for i, w in {v[0]: v[1] for v in first.values()}.items():
             warps = frozenset(warp for warp, v in first.items() if v[0] == i)
-            waits.append((n, i, warps, k.first_value(w.parity), w))  # type: ignore[attr-defined]
+            waits.append((n, i, warps, k.first_value(w.parity, at=i), w))  # type: ignore[attr-defined]
         for a in b.arrivers:
             i = k.stmt_of(a.site)
             p = k.threads(i) if i is not None else None
@@ -395,7 +435,7 @@ def _flag_cluster_init(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, .
                     if j is None or q is None or not warps & {t // 32 for t in q}:
                         continue
                     if k.block_of[j] in dom[k.block_of[i]] and (k.block_of[j] != k.block_of[i] or j < i) and \
-                            (not w.parity or k.first_value(w.parity) != 1):
+                            (not w.parity or k.first_value(w.parity, at=j) != 1):
                         chained = True
             hits.append((b, a, chained))
     if not hits:

@@ -41,6 +41,7 @@ class Arrive:
     kind: str
     arrivals: int | None  # arrivals it adds per phase (threads x 1; 0 for complete_tx)
     tx_bytes: str | None
+    loop: int = 0  # the PTX line where the innermost loop holding it begins (0: in no loop)
 
 
 @dataclass(frozen=True)
@@ -124,10 +125,24 @@ def phase_arrivals(b: Barrier) -> dict[tuple, int | None]:
     """The arrivals one phase of `b` gets, per arrival pattern (role, threads, whether a
     tcgen05.commit, whether from a peer CTA): the sites of one role on one barrier (an
     unrolled copy and the loop it came from, the slots of a ring) count once per executing
-    thread per phase. complete_tx adds none; None: not derived."""
+    thread per phase. A role's tcgen05.commit and its plain arrive are two arrivals a
+    phase only where one loop runs both (the same innermost loop, or both in none);
+    otherwise they take turns, one pattern (Triton's MMA partition commits each tile's
+    accumulator in its tile loop and arrives once after it, for the epilogue's last
+    handoff). complete_tx adds none; None: not derived."""
+    def who(a: Arrive) -> tuple:
+        return a.site.role, a.site.threads, a.kind.startswith("remote ")
+
+    loops: dict[tuple, tuple[set, set]] = {}  # pattern -> (loops of its commits, of its plain arrives)
+    for a in b.arrivers:
+        if a.arrivals != 0:
+            loops.setdefault(who(a), (set(), set()))[a.kind.removeprefix("remote ") != "tcgen05.commit"].add(a.loop)
     pops: dict[tuple, int | None] = {}
     for a in b.arrivers:
         if a.arrivals == 0:
             continue
-        pops[(a.site.role, a.site.threads, a.kind == "tcgen05.commit", a.kind.startswith("remote "))] = a.arrivals
+        commits, plain = loops[who(a)]
+        apart = a.kind.removeprefix("remote ") == "tcgen05.commit" and bool(commits & plain)
+        role, threads, remote = who(a)
+        pops[(role, threads, apart, remote)] = a.arrivals
     return pops

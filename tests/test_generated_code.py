@@ -1,6 +1,7 @@
 """The worksheet on what the compilers emit: PTX that Gluon (Triton 3.6), TVM TIRx, CuTe DSL
 (4.8) and Triton's own warp specialization generated from kernels written here
-(fixtures/src/gluon, fixtures/src/tirx, fixtures/src/cute, fixtures/src/triton_ws_matmul.py;
+(fixtures/src/gluon, fixtures/src/tirx, fixtures/src/cute, fixtures/src/triton_tma,
+fixtures/src/triton_ws_matmul.py;
 each README states the design's truth). Correct kernels raise no evidence flag and get their partitions named; each planted
 bug is flagged with its cause."""
 
@@ -13,6 +14,9 @@ import pytest
 from support import ROOT, wsperf
 from wsperf.analyses.correctness import Basis
 from wsperf.analyses.worksheet import worksheet
+from wsperf.analyses.worksheet_eval import _Kernel
+from wsperf.analyses.worksheet_model import phase_arrivals
+from wsperf.collectors.ptx import parse
 
 PTX = ROOT / "fixtures" / "ptx"
 CUBINS = ROOT / "fixtures" / "cubins"
@@ -20,7 +24,7 @@ CUBINS = ROOT / "fixtures" / "cubins"
 # Every PTX fixture of a kernel that is correct by design (the planted ones are not here).
 CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx", "triton_ws_matmul.ptx",
            "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "cute_ws_ring.ptx", "cute_ws_ring_cluster.ptx", "cute_ws_gemm.ptx",
-           "cute_ws_gemm_cluster.ptx"]
+           "cute_ws_gemm_cluster.ptx", "triton_ws_sm100.ptx", "triton_ws_sm100_kloop.ptx"]
 
 
 def _sheet(name: str):
@@ -291,3 +295,76 @@ def test_cute_cubins_hold_the_same_kernels():
     # the SASS reader, which splits paths by what they reach, takes the TMA loop as common.)
     (k,) = json.loads(wsperf("inspect", CUBINS / "cute_ws_gemm.sm_90a.cubin", "--format", "json").stdout)["kernels"]
     assert k["warp_specialized"] is True
+
+
+# Triton 3.6's own warp_specialize on sm_100 (fixtures/src/triton_tma/README.md): the barriers
+# in global_smem, as the design's TTGIR allocates them
+SM100_EMPTY, SM100_READY = "global_smem+{131072,131080,131088}", "global_smem+{131104,131112,131120}"
+SM100_ACC_EMPTY, SM100_ACC_READY = "global_smem+{131136,131144}", "global_smem+{131152,131160}"
+
+
+@pytest.mark.parametrize("name", ["triton_ws_sm100.ptx", "triton_ws_sm100_kloop.ptx"])
+def test_triton_sm100_partitions_are_read_from_the_jump_table(name):
+    k = _sheet(name)
+    assert k.flags == () and k.unchecked == ()
+    # table bytes {1, 1, 0, 2} for warps 4-7: loader warps 4-5, MMA warp 6, warp 7 Triton's padding
+    jobs = {r.text.split(":")[0]: r.text.split(": ", 1)[1].split(";")[0] for r in k.roles if "statements" in r.text}
+    assert jobs == {"epilogue (warps 0-3)": "tensor-memory load, TMA store", "producer (warps 4-5)": "TMA load",
+                    "consumer (warp 6)": "MMA issue (tcgen05)", "idle (warp 7)": "4 statements"}
+
+
+def test_triton_sm100_rings_and_counts():
+    k = _sheet("triton_ws_sm100.ptx")
+    names = {b.name: b for b in k.barriers}
+    # Triton starts each stage counter at STAGES - 1: its first step wraps to 0, so every slot is reached
+    assert set(names) == {SM100_EMPTY, SM100_READY, SM100_ACC_EMPTY, SM100_ACC_READY}
+    assert all({c for _, c in b.inits} == {1} for b in names.values())
+    assert all(sum(v for v in phase_arrivals(b).values()) == 1 for b in names.values())
+    ready, empty = names[SM100_READY], names[SM100_EMPTY]
+    # one thread of the two loader warps expects 2 x 128x64 bf16; warp 4's elected lane copies
+    (tx,) = [a for a in ready.arrivers if a.kind == "arrive.expect_tx"]
+    assert (tx.site.role, tx.site.threads, tx.arrivals, tx.tx_bytes) == ("producer (warps 4-5)", 1, 1, "32768")
+    assert {(a.site.threads, a.arrivals) for a in ready.arrivers if a.kind == "complete_tx"} == {(1, 0)}
+    assert {(a.kind, a.site.role, a.arrivals) for a in empty.arrivers} == {("tcgen05.commit", "consumer (warp 6)", 1)}
+    # the MMA warp commits each tile's accumulator in its tile loop and arrives once after it
+    acc = names[SM100_ACC_READY]
+    assert {(a.kind, a.site.role, a.site.threads) for a in acc.arrivers} == {
+        ("tcgen05.commit", "consumer (warp 6)", 1), ("arrive", "consumer (warp 6)", 1)}
+    assert {(a.kind, a.site.role, a.site.threads) for a in names[SM100_ACC_EMPTY].arrivers} == {
+        ("arrive", "epilogue (warps 0-3)", 1)}
+
+
+def test_triton_sm100_first_trip_parities():
+    """Triton flips a stage's phase at the top of its loop, before the wait (stage STAGES - 1
+    + 1 wraps to 0 and flips the phase from 0 to 1): the loader's first wait on empty[0] is
+    for parity 1 and passes, the MMA warp's on ready[0] is for parity 0."""
+    k = _sheet("triton_ws_sm100.ptx")
+    ek = _Kernel(parse((PTX / "triton_ws_sm100.ptx").read_text())[0])
+    first = {}
+    for b in k.barriers:
+        for w in b.waiters:
+            first.setdefault((b.name, w.site.role), ek.first_value(w.parity, at=ek.stmt_of(w.site)))
+    assert first[(SM100_EMPTY, "producer (warps 4-5)")] == 1
+    assert first[(SM100_READY, "consumer (warp 6)")] == 0
+    assert first[(SM100_ACC_READY, "epilogue (warps 0-3)")] == 0
+    assert first[(SM100_ACC_EMPTY, "consumer (warp 6)")] == 1
+
+
+def test_triton_sm100_inits_are_ordered_by_the_named_barrier_every_thread_meets(tmp_path):
+    """The inits sit in the default warps' branch; `barrier.sync 1` (all threads, no count)
+    follows them there and the worker warps meet it before their dispatch. Without it the
+    same PTX raises flag 1 for every init."""
+    text = (PTX / "triton_ws_sm100.ptx").read_text()
+    assert not [f for f in _sheet("triton_ws_sm100.ptx").flags if f.code == 1]
+    (tmp_path / "k.ptx").write_text(text.replace("barrier.sync \t1;", "// removed"))
+    (k,) = worksheet([tmp_path / "k.ptx"]).kernels
+    hits = [f for f in k.flags if f.code == 1]
+    assert len(hits) == 10 and all(f.basis is Basis.EVIDENCE and "warps 0-3" in f.text for f in hits)
+
+
+def test_triton_sm100_cubins_hold_the_same_kernels():
+    for name, kernel in (("triton_ws_sm100", "tile_loop"), ("triton_ws_sm100_kloop", "k_loop")):
+        p = wsperf("inspect", CUBINS / f"{name}.sm_100a.cubin", "--format", "json")
+        assert p.returncode == 0, p.stderr
+        (k,) = json.loads(p.stdout)["kernels"]
+        assert k["name"] == kernel and k["families"]["tensor"] == "tcgen05" and "tma" in k["families"]["copies"]
