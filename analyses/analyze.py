@@ -13,6 +13,7 @@ of runs beside them (benchmarks/bench_history.py measures the difference).
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -36,6 +37,22 @@ class RoleStats:
     wait_samples: int | None
     wait_share: float | None
     top_stalls: tuple[tuple[str, int], ...]  # (reason, samples), most first
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    """One warp partition of one launch, from the `partitions` view: who runs the code
+    (analyses/partitions.py), what it issues, and the same figures as a role."""
+
+    partition: str  # e.g. 'producer (warp 6)', 'setup (all warps)', 'shared: ...'
+    job: str | None  # e.g. 'TMA load'; None for setup and shared code
+    registers: int | None  # its first setmaxnreg; None without one
+    basis: str  # 'evidence' | 'assumption': how its warps were read
+    instructions: int
+    executed: int | None
+    samples: int | None
+    wait_share: float | None
+    top_stalls: tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True)
@@ -77,6 +94,8 @@ class KernelAnalysis:
     # What decided warp_specialized: 'executed' (both paths ran), 'static' (the code
     # holds both paths, `wsperf inspect`), None (unknown).
     warp_specialized_basis: str | None = None
+    # The warp partitions the dispatch names (empty when it names none), in code order.
+    partitions: tuple[PartitionStats, ...] = ()
 
     @property
     def outcome(self) -> Outcome:
@@ -180,6 +199,35 @@ def _roles(con: duckdb.DuckDBPyConnection, ids: list[int]) -> dict[int, list[Rol
     return out
 
 
+def _partitions(con: duckdb.DuckDBPyConnection, ids: list[int]) -> dict[int, list[PartitionStats]]:
+    stalls: dict[tuple[int, str], list[tuple[str, int]]] = {}
+    for lid, part, reason, samples in con.execute(
+        """SELECT p.launch_id, p.warp_partition, st.reason, sum(st.samples)::BIGINT AS samples
+           FROM role_pcs AS p JOIN stalls AS st USING (launch_id, pc)
+           WHERE list_contains($ids, p.launch_id) AND p.warp_partition IS NOT NULL
+           GROUP BY ALL ORDER BY 1, 2, samples DESC, reason""", {"ids": ids}).fetchall():
+        stalls.setdefault((lid, part), []).append((reason, samples))
+    out: dict[int, list[PartitionStats]] = {}
+    for lid, part, job, regs, basis, instr, executed, samples, share in con.execute(
+        """SELECT launch_id, warp_partition, job, registers, basis, instructions, executed::BIGINT, samples::BIGINT,
+                  wait_share FROM partitions WHERE list_contains($ids, launch_id) ORDER BY launch_id, first_pc""",
+        {"ids": ids}).fetchall():
+        out.setdefault(lid, []).append(PartitionStats(part, job, regs, basis, instr, executed, samples,
+                                                      None if share is None else round(share, 4),
+                                                      tuple(stalls.get((lid, part), [])[:3])))
+    return {lid: sorted(ps, key=_partition_order) for lid, ps in out.items()}
+
+
+def _partition_order(p: PartitionStats) -> tuple[int, int]:
+    """Setup first, then the partitions by their first warp, then shared code, then the
+    code every warp or none runs."""
+    label = p.partition
+    m = re.search(r"warps? (\d+)", label)
+    rank = (0 if label.startswith("setup") else 2 if label.startswith("shared") else
+            3 if label == "all warps" else 4 if label.startswith("unreached") else 1)
+    return rank, int(m.group(1)) if m else 0
+
+
 # The speed-of-light figures charts show, as Nsight Compute's GPU Speed Of Light and
 # Occupancy sections name them; a report lacking a metric (fewer sections) lacks the row.
 _UTILIZATION = """
@@ -249,6 +297,7 @@ def analyze(
     kernels = [s.launch_id for s in summaries if s.is_kernel]
     verdicts: dict[int, Verdicts] = {}
     roles: dict[int, list[RoleStats]] = {}
+    parts: dict[int, list[PartitionStats]] = {}
     ws: dict[int, tuple[bool | None, str | None]] = {}
 
     def judge(c: duckdb.DuckDBPyConnection) -> None:
@@ -256,6 +305,7 @@ def analyze(
 
     def role_stats(c: duckdb.DuckDBPyConnection) -> None:
         roles.update(_roles(c, kernels))
+        parts.update(_partitions(c, kernels))
         ws.update({lid: (w, basis) for lid, w, basis in c.execute(
             "SELECT launch_id, warp_specialized, basis FROM warp_specialization WHERE list_contains($ids, launch_id)",
             {"ids": kernels}).fetchall()})
@@ -264,6 +314,6 @@ def analyze(
     return [
         KernelAnalysis(s, ws.get(s.launch_id, (None, None))[0], tuple(roles.get(s.launch_id, [])),
                        verdicts[s.launch_id].findings, tuple(util.get(s.launch_id, [])),
-                       ws.get(s.launch_id, (None, None))[1])
+                       ws.get(s.launch_id, (None, None))[1], tuple(parts.get(s.launch_id, [])))
         for s in summaries
     ]

@@ -18,6 +18,12 @@ those paths from the SASS alone, without source:
    (`wsperf inspect`, nothing executed) when the code holds both paths (the
    `warp_specialization` view, basis 'static').
 
+Beside the role, every instruction gets the warp partition that runs it, read from the
+warp-index dispatch (analyses/partitions.py: its warps, job and register budget). The role
+keys stay what the hypotheses were calibrated on, except where this split by code finds no
+producer or no consumer path but the dispatch does (a producer path that falls through into
+the consumers' warp test, as CuTe DSL emits it): there the roles come from the partitions.
+
 Wait sites are the mbarrier phase checks (`SYNCS.PHASECHK*`), the guarded branch that
 consumes their predicate (where PC sampling piles the waiting warps up), and the small
 retry stubs the compiler moves out of line. The result is written to DuckDB tables
@@ -32,6 +38,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from wsperf.analyses.partitions import Partitions, recover
 from wsperf.collectors.store import transaction
 
 _TARGET = re.compile(r"(0x[0-9a-fA-F]+)\s*;?\s*$")
@@ -209,22 +216,48 @@ def build_roles(con: duckdb.DuckDBPyConnection, launch_ids: list[int] | None = N
     if not launch_ids:
         return
     rows: list[tuple] = []
+    warps = dict(con.execute(
+        """SELECT launch_id, (block_x * coalesce(block_y, 1) * coalesce(block_z, 1) + 31) // 32 FROM launches
+           WHERE list_contains(?, launch_id) AND block_x IS NOT NULL""", [launch_ids]).fetchall())
+    seen: dict[tuple, tuple] = {}  # launches of one kernel and CTA size: the same SASS, read once
     for lid in launch_ids:
         instrs = [Instr(*r) for r in con.execute(
             "SELECT pc, opcode, opcode_full, guard, sass FROM sass WHERE launch_id = ? ORDER BY pc", [lid]).fetchall()]
-        blocks = build_blocks(instrs)
-        assign_roles(blocks)
-        waits = wait_pcs(blocks)
-        loops = loop_pcs(instrs)
+        key = (warps.get(lid), tuple((i.pc, i.text) for i in instrs))
+        if key not in seen:
+            blocks = build_blocks(instrs)
+            assign_roles(blocks)
+            seen[key] = (blocks, wait_pcs(blocks), loop_pcs(instrs), recover(instrs, blocks, warps.get(lid)))
+        blocks, waits, loops, parts = seen[key]
+        role = _roles_of(blocks, parts)
         for b in blocks.values():
+            p = _partition_row(parts, b.start)
             for i in b.instrs:
-                rows.append((lid, i.pc, b.start, b.role, i.pc in waits, bool(b.seeds), i.pc in loops))
-    cols = list(zip(*rows)) if rows else [()] * 7
+                rows.append((lid, i.pc, b.start, role[b.start], i.pc in waits, bool(b.seeds), i.pc in loops, *p))
+    names = ("l", "p", "b", "r", "w", "s", "i", "pn", "pj", "pr", "pb")
+    cols = list(zip(*rows)) if rows else [()] * len(names)
     with transaction(con, "instruction roles"):
         con.execute("DELETE FROM role_pcs WHERE list_contains(?, launch_id)", [launch_ids])
         # Columns as list parameters, unnested side by side: no Arrow table, whose
         # construction from Python lists imports pandas (~0.3 s of every analyze).
-        con.execute("""INSERT INTO role_pcs
-                       SELECT unnest($l), unnest($p), unnest($b), unnest($r), unnest($w), unnest($s), unnest($i)""",
-                    {"l": list(cols[0]), "p": list(cols[1]), "b": list(cols[2]), "r": list(cols[3]),
-                     "w": list(cols[4]), "s": list(cols[5]), "i": list(cols[6])})
+        con.execute("INSERT INTO role_pcs SELECT " + ", ".join(f"unnest(${n})" for n in names),
+                    {n: list(c) for n, c in zip(names, cols)})
+
+
+def _roles_of(blocks: dict[int, Block], parts: Partitions | None) -> dict[int, str]:
+    """The role key of each block: the split by code, or the partitions' where only they
+    find both a producer and a consumer path (see the module docstring)."""
+    by_code = {s: b.role for s, b in blocks.items()}
+    if parts is None or {"producer", "consumer"} <= set(by_code.values()):
+        return by_code
+    by_warps = {s: parts.block_role.get(s, "common") for s in blocks}
+    return by_warps if {"producer", "consumer"} <= set(by_warps.values()) else by_code
+
+
+def _partition_row(parts: Partitions | None, block: int) -> tuple:
+    """(partition, job, registers, basis) of a block; NULLs without partitions."""
+    if parts is None:
+        return (None, None, None, None)
+    label = parts.block_label[block]
+    p = next((p for p in parts.parts if p.label == label), None)
+    return (label, p.job if p else None, p.registers if p else None, parts.basis)

@@ -188,6 +188,8 @@ def ws_text(a: KernelAnalysis) -> str:
 
 
 def _roles_table(a: KernelAnalysis) -> Table:
+    if a.warp_specialized and a.partitions:
+        return _partitions_table(a)
     t = Table(title=a.roles_title(), title_justify="left")
     for c in ("role" if a.warp_specialized else "code", "instructions", "executed", "samples",
               "waiting on mbarrier", "top stalls"):
@@ -196,6 +198,33 @@ def _roles_table(a: KernelAnalysis) -> Table:
         t.add_row(a.role_label(r.role), str(r.instructions), _num(r.executed), _num(r.samples),
                   "n/a" if r.wait_share is None else f"{100 * r.wait_share:.1f}%",
                   plain(", ".join(f"{reason} {n}" for reason, n in r.top_stalls)))
+    return t
+
+
+def registers_text(a: KernelAnalysis, registers: int | None) -> str:
+    """A partition's register budget: its setmaxnreg, else the kernel's registers."""
+    if registers is not None:
+        return f"{registers} (setmaxnreg)"
+    return f"{_num(a.summary.registers_per_thread)} (kernel)" if a.summary.registers_per_thread else "n/a"
+
+
+def partitions_note(a: KernelAnalysis) -> str | None:
+    """The line under the partitions that says when their warps rest on an assumption."""
+    if any(p.basis == "assumption" for p in a.partitions):
+        return ("(assumption) warps: read through what the SASS does not hold (a warp table's first values, a "
+                "BRX jump table's targets in address order, or a CTA size a profile would give: 'N+')")
+    return None
+
+
+def _partitions_table(a: KernelAnalysis) -> Table:
+    t = Table(title=a.roles_title(), title_justify="left")
+    for c in ("role", "job", "registers", "instructions", "executed", "samples", "waiting on mbarrier", "top stalls"):
+        t.add_column(c, justify="left" if c in ("role", "job", "registers", "top stalls") else "right")
+    for p in a.partitions:
+        t.add_row(plain(p.partition), plain(p.job or "-"), registers_text(a, p.registers) if p.job else "-",
+                  str(p.instructions), _num(p.executed), _num(p.samples),
+                  "n/a" if p.wait_share is None else f"{100 * p.wait_share:.1f}%",
+                  plain(", ".join(f"{reason} {n}" for reason, n in p.top_stalls)))
     return t
 
 
@@ -278,6 +307,9 @@ def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:
             console.print(Text(same_as_line(a, same), style="bold"))
         if a.roles:
             console.print(_roles_table(a))
+            note = partitions_note(a) if a.warp_specialized and a.partitions else None
+            if note:
+                console.print(Text(note, style="yellow"))
         if a.summary.is_kernel:  # else every row would repeat the headline's reason
             console.print(_findings_table(a))
         console.print(Text(a.headline(), style=_OUTCOME_STYLE[a.outcome.value]))
@@ -336,6 +368,8 @@ def analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
         "look_next": a.look_next(),
         "roles": [dict(_jsonable(r), label=a.role_label(r.role), top_stalls=[{"reason": x, "samples": n} for x, n in r.top_stalls])
                   for r in a.roles],
+        "partitions": [dict(_jsonable(p), top_stalls=[{"reason": x, "samples": n} for x, n in p.top_stalls])
+                       for p in a.partitions],
         "findings": [{"id": f.id, "status": f.status.value, "summary": f.summary,
                       "evidence": _jsonable(f.evidence), "remedy": f.remedy} for f in a.findings],
         "ncu_rules": _jsonable(s.ncu_rules),

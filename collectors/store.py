@@ -40,7 +40,7 @@ from wsperf.collectors.process import Terminated, received_signal
 from wsperf.queries import schema_sql
 
 # Layout of the tables in schema.sql; bump when a column changes meaning or name.
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 # The tables a report fills, in the order the loader writes them.
 TABLES = ("reports", "launches", "metrics", "sass", "stalls", "opcodes", "ncu_rules")

@@ -241,7 +241,13 @@ CREATE TABLE IF NOT EXISTS role_pcs (
     role VARCHAR NOT NULL,      -- 'producer' (path that issues copies into shared memory), 'consumer' (path that does the matrix/FMA work) or 'common' (reaches both, or neither: prologue, a non-specialized main loop)
     is_wait BOOLEAN NOT NULL,   -- an mbarrier wait site: SYNCS.PHASECHK*, the guarded branch consuming its predicate, or an out-of-line retry stub
     is_seed BOOLEAN NOT NULL,   -- the block itself issues copies or does matrix/FMA work (what decided its role)
-    in_loop BOOLEAN NOT NULL    -- inside the span of a backward branch (a loop body)
+    in_loop BOOLEAN NOT NULL,   -- inside the span of a backward branch (a loop body)
+    -- The warp partition running the instruction (wsperf.analyses.partitions), read from the
+    -- warp-index dispatch; NULL when every warp runs one code path or the dispatch is not read.
+    warp_partition VARCHAR,     -- e.g. 'producer (warp 6)', 'epilogue (warps 0-3)', 'setup (all warps)', 'shared: ...'
+    partition_job VARCHAR,      -- what the partition's own code issues, e.g. 'TMA load', 'MMA issue (tcgen05)'; NULL for setup/shared
+    partition_registers INTEGER,  -- its first setmaxnreg (registers per thread); NULL without one
+    partition_basis VARCHAR     -- 'evidence' (compares on the warp index) or 'assumption' (a warp table, a BRX jump table, an unknown warp count)
 );
 
 -- Per launch and role: how much code, work and PC-sampling time, and the share of that
@@ -259,6 +265,26 @@ SELECT
 FROM role_pcs AS p
 JOIN sass AS s USING (launch_id, pc)
 GROUP BY p.launch_id, p.role;
+
+-- Per launch and warp partition: its job, registers, and the same figures as `roles`.
+CREATE OR REPLACE VIEW partitions AS
+SELECT
+    p.launch_id,
+    p.warp_partition,
+    any_value(p.partition_job) AS job,
+    any_value(p.partition_registers) AS registers,
+    any_value(p.partition_basis) AS basis,
+    min(p.pc) AS first_pc,                               -- where its code starts (orders the rows)
+    count(*) AS instructions,
+    sum(s.inst_executed) AS executed,
+    sum(s.pcsamp_samples) AS samples,
+    coalesce(sum(s.pcsamp_samples) FILTER (WHERE p.is_wait), 0) AS wait_samples,
+    coalesce(sum(s.pcsamp_samples) FILTER (WHERE p.is_wait), 0)
+        / nullif(sum(s.pcsamp_samples), 0) AS wait_share
+FROM role_pcs AS p
+JOIN sass AS s USING (launch_id, pc)
+WHERE p.warp_partition IS NOT NULL
+GROUP BY p.launch_id, p.warp_partition;
 
 -- Stall reasons per launch and role, split into samples at mbarrier wait sites and
 -- elsewhere: the per-role stall breakdown.

@@ -1,0 +1,533 @@
+"""Warp-specialization partitions from SASS: which warps run which code, and the job of each.
+
+`roles.py` splits a kernel's code by what it does (copies, math); this module splits it by
+who runs it. A warp-specialized kernel picks its partition from the warp index, and every
+compiler spells that dispatch its own way in SASS:
+
+- hand-written CUDA and CuTe DSL: `S2R SR_TID.X`, `SHF.R.U32.HI R, RZ, 0x5` (the warp),
+  often `SHFL.IDX` of it (warp-uniform), then `ISETP` against constants and guarded `BRA`;
+- Triton / Gluon `warp_specialize`: the default warps (`warp < 4`) run one partition; the
+  other warps read a byte per warp from a table in shared memory (`LDS.U8 [base + warp +
+  off]`, filled by the default warps with `STS` of a constant) and branch on it, directly
+  (`ISETP`, `BRA`) or through a jump table (`LDC c[0x2][...]`, `BRX`);
+- `ELECT` and lane tests (`LOP3.LUT P, RZ, R, 0x1f`) split lanes, not warps: both ways.
+
+Each warp of the CTA is run through the control-flow graph once (`_Walk`), with the values
+that derive from its thread index known lane by lane and everything else unknown: a branch
+whose predicate is uniform over the warp's 32 lanes takes one edge, any other both. Warps
+that reach the same blocks form one partition. A block every partition reaches is setup
+(before the dispatch) or shared by all (after it); one that some reach is named by those.
+
+A partition's job is read from what its own blocks issue: TMA / bulk / cp.async loads
+(producer), wgmma / tcgen05 / mma.sync issue or FMA math (consumer), tensor-memory loads
+and TMA or global stores without loads or math (epilogue), exp2 without MMA (softmax), or
+nothing (idle). Its register budget is the first `USETMAXREG` on its own path.
+
+What the SASS cannot decide is said, not guessed (`Partitions.basis`): the CTA's warp
+count is not in the SASS (a profile's launch gives it; otherwise the last partition's warps
+are open-ended, "4+"), a warp table's values are taken as its first stores, and a `BRX`
+jump table lives in a constant bank the SASS text does not hold: its targets are taken as
+the blocks nothing else branches to, in address order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+LANES = 32
+# Warps tried when the CTA's size is unknown (static SASS): the most a CTA holds.
+_MAX_WARPS = 32
+_REG = re.compile(r"^!?(U?R\d+|U?RZ|U?P\d+|U?PT)$")
+_PRED = re.compile(r"^!?U?P(\d+|T)$")
+_IMM = re.compile(r"^-?0x[0-9a-fA-F]+$|^-?\d+$")
+_ADDR = re.compile(r"\[([^\]]*)\]")
+_TARGET = re.compile(r"(0x[0-9a-fA-F]+)\s*;?\s*$")
+_CMP = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
+        "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
+# Writers of many registers at once (accumulators, tensor-memory loads): every tracked
+# register from the destination up is dropped.
+_WIDE = re.compile(r"^(HGMMA|UTC|LDTM|HMMA|IMMA|QGMMA|LDSM)")
+
+
+def _imm(tok: str) -> int | None:
+    return int(tok, 0) & 0xFFFFFFFF if _IMM.match(tok) else None
+
+
+def _s32(v: int) -> int:
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+@dataclass(frozen=True)
+class _Op:
+    """One instruction, parsed once: guard, opcode with modifiers, operands."""
+
+    pc: int
+    guard: str | None
+    op: str
+    args: tuple[str, ...]
+
+    @property
+    def base(self) -> str:
+        return self.op.split(".")[0]
+
+
+def _parse(pc: int, text: str) -> _Op:
+    t = (text or "").strip().rstrip(";").strip()
+    guard = None
+    if t.startswith("@"):  # ncu pads the guard with spaces, nvdisasm with one
+        guard, _, t = t.partition(" ")
+        guard, t = guard[1:], t.strip()
+    op, _, rest = t.partition(" ")
+    args = tuple(a.strip().replace(".reuse", "") for a in rest.split(",")) if rest.strip() else ()
+    return _Op(pc, guard, op, args)
+
+
+@dataclass
+class Partition:
+    name: str  # producer | consumer | epilogue | softmax | idle
+    warps: tuple[int, ...]
+    open_ended: bool  # the CTA's size is unknown: the last warps go on past these
+    job: str  # what its own code issues, e.g. 'TMA load', 'MMA issue (tcgen05), TMA store'
+    registers: int | None  # first setmaxnreg on its own path
+    blocks: set[int] = field(default_factory=set)
+
+    @property
+    def role(self) -> str:
+        """The role key the hypotheses read: producer, consumer or common."""
+        return self.name if self.name in ("producer", "consumer") else "common"
+
+    @property
+    def warps_text(self) -> str:
+        runs: list[list[int]] = []
+        for w in self.warps:
+            if runs and w == runs[-1][1] + 1:
+                runs[-1][1] = w
+            else:
+                runs.append([w, w])
+        text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+        if self.open_ended:
+            text = (text.rsplit("-", 1)[0] if runs[-1][0] != runs[-1][1] else text) + "+"
+        return text
+
+    @property
+    def label(self) -> str:
+        one = len(self.warps) == 1 and not self.open_ended
+        return f"{self.name} (warp{'' if one else 's'} {self.warps_text})"
+
+
+@dataclass
+class Partitions:
+    """The partitions of one kernel and the label of every block."""
+
+    parts: list[Partition]
+    block_label: dict[int, str]  # block start -> partition label, or setup/shared label
+    block_role: dict[int, str]  # block start -> producer | consumer | common
+    basis: str  # 'evidence' (compares on the warp index) | 'assumption' (see the module)
+    assumptions: tuple[str, ...]
+
+
+def _job(ops: list[_Op]) -> tuple[str, str]:
+    """(partition name, job) from the opcodes a partition's own blocks issue."""
+    names = [o.op for o in ops]
+    has = lambda p: any(re.match(p, n) for n in names)  # noqa: E731
+    loads = [j for p, j in ((r"^UTMALDG", "TMA load"), (r"^UBLKCP\.S\.G", "bulk copy load"),
+                            (r"^LDGSTS", "cp.async load")) if has(p)]
+    math = sum(bool(re.match(r"^(FFMA|FMUL|FADD|HFMA2|DFMA)", n)) for n in names)
+    mma = [j for p, j in ((r"^[HQIB]GMMA", "MMA issue (wgmma)"), (r"^UTC[A-Z]*MMA", "MMA issue (tcgen05)"),
+                          (r"^[HID]MMA", "MMA (mma.sync)")) if has(p)]
+    if not loads and not mma and not math >= 4 and has(r"^LDG") and has(r"^STS"):
+        loads = ["global loads"]
+    stores = [j for p, j in ((r"^LDTM", "tensor-memory load"), (r"^UTMASTG", "TMA store"), (r"^STG", "global stores"))
+              if has(p)]
+    softmax = has(r"^MUFU\.EX2")
+    work = mma or (["FMA math"] if math >= 4 else [])
+    if loads and not work:
+        return "producer", ", ".join(loads)
+    if work:
+        return "consumer", ", ".join(work + loads + (["softmax (exp2)"] if softmax else []) + stores)
+    if softmax:
+        return "softmax", ", ".join(["softmax (exp2)"] + stores)
+    if stores:
+        return "epilogue", ", ".join(stores)
+    return "idle", "none"
+
+
+class _Walk:
+    """The blocks one warp reaches (see the module docstring)."""
+
+    def __init__(self, ops: dict[int, list[_Op]], succ: dict[int, list[int]], brx: list[int],
+                 table: dict[int, int]) -> None:
+        self.ops, self.succ, self.brx, self.table = ops, succ, brx, table
+
+    def run(self, warp: int) -> tuple[set[int], bool, bool]:
+        """(blocks reached, whether a warp table was read, whether it missed the table)."""
+        self.warp, self.read_table, self.missed = warp, False, False
+        entry = min(self.ops)
+        states: dict[int, dict] = {entry: {}}
+        work = [entry]
+        while work:
+            b = work.pop()
+            st = dict(states[b])
+            for t in self._block(b, st):
+                old = states.get(t)
+                new = st if old is None else {k: v for k, v in old.items() if st.get(k) == v}
+                if old is None or new != old:
+                    states[t] = new
+                    work.append(t)
+        return set(states), self.read_table, self.missed
+
+    # -- values: a register maps to its 32 lanes' values, a predicate to 32 bools
+    def _val(self, st: dict, tok: str):
+        neg = tok.startswith("!")
+        tok = tok.lstrip("!")
+        v = _imm(tok)
+        if v is not None:
+            return (v,) * LANES
+        minus = tok.startswith("-")
+        tok = tok.lstrip("-")
+        if tok in ("RZ", "URZ"):
+            return (0,) * LANES
+        if tok in ("PT", "UPT"):
+            return (not neg,) * LANES
+        v = st.get(tok)
+        if v is not None and neg:
+            v = tuple(not x for x in v)
+        if v is not None and minus:
+            v = tuple(-x & 0xFFFFFFFF for x in v)
+        return v
+
+    def _uniform(self, st: dict, pred: str) -> bool | None:
+        v = self._val(st, pred)
+        return v[0] if v is not None and all(x == v[0] for x in v) else None
+
+    def _kill(self, st: dict, op: _Op) -> None:
+        """Forget what `op` writes: its destination, and a second one when that is a
+        predicate (carries, ISETP's pair)."""
+        dests = [t.lstrip("!") for t in op.args[:2]]
+        dests = dests[:1] + [t for t in dests[1:] if _PRED.match(t)]
+        for tok in dests:
+            if not _REG.match(tok):
+                break
+            for k in (tok, "b:" + tok, "jt:" + tok):
+                st.pop(k, None)
+            if not tok.startswith("R") or tok == "RZ":
+                continue
+            n = int(tok[1:])
+            if _WIDE.match(op.op):
+                for k in [k for k in st if k[:1] == "R" and k[1:].isdigit() and int(k[1:]) >= n]:
+                    del st[k]
+            elif any(w in op.op for w in (".64", ".WIDE", ".128", "CS2R")):
+                for k in range(1, 4 if ".128" in op.op else 2):  # a register pair or quad
+                    st.pop(f"R{n + k}", None)
+                    st.pop(f"b:R{n + k}", None)
+
+    def _exec(self, st: dict, op: _Op) -> None:
+        a, name, base = op.args, op.op, op.base
+        out = None
+        if base in ("S2R", "CS2R") and len(a) == 2:
+            if a[1] == "SR_TID.X":
+                out = tuple(LANES * self.warp + lane for lane in range(LANES))
+            elif a[1] == "SR_LANEID":
+                out = tuple(range(LANES))
+        elif base in ("MOV", "UMOV", "R2UR") and len(a) >= 2:
+            out = self._val(st, a[1])
+        elif name in ("IMAD.MOV.U32", "IMAD.MOV", "IMAD.U32") and len(a) == 4 and a[1] in ("RZ", "URZ"):
+            out = self._val(st, a[3])
+        elif base in ("SHF", "USHF") and len(a) == 4:
+            x, s = (self._val(st, a[3]), _imm(a[2])) if ".R." in name else (self._val(st, a[1]), _imm(a[2]))
+            if x is not None and s is not None and (a[1] in ("RZ", "URZ") if ".R." in name else a[3] in ("RZ", "URZ")):
+                out = tuple((v >> s) if ".R." in name else (v << s) & 0xFFFFFFFF for v in x)
+        elif base in ("VIADD", "IADD3", "UIADD3") or name == "IMAD.IADD":
+            # Sums: a term that is not known is a base (a shared-memory window), kept apart
+            # so that base + warp still indexes a warp table.
+            terms = [t for t in a[1:] if not _PRED.match(t.lstrip("!"))]
+            if name == "IMAD.IADD" and len(terms) == 3 and terms[1] == "0x1":
+                terms = [terms[0], terms[2]]
+            if a and 2 <= len(terms) <= 3:
+                vals, based, tracked = [], False, False
+                for t in terms:
+                    v = self._val(st, t)
+                    if v is None:
+                        v, based = st.get("b:" + t.lstrip("-")), True
+                    elif _imm(t.lstrip("-")) is None and t.lstrip("-") not in ("RZ", "URZ"):
+                        tracked = True
+                    vals.append(v if v is not None else (0,) * LANES)
+                total = tuple(sum(c) & 0xFFFFFFFF for c in zip(*vals))
+                if based and (tracked or any(st.get("b:" + t.lstrip("-")) for t in terms)):
+                    self._kill(st, op)
+                    st["b:" + a[0]] = total
+                    return
+                if not based:
+                    out = total
+        elif name in ("IMAD.SHL.U32", "IMAD.SHL") and len(a) == 4:
+            x, y = self._val(st, a[1]), self._val(st, a[2])
+            if x is not None and y is not None:
+                out = tuple((p * q) & 0xFFFFFFFF for p, q in zip(x, y))
+        elif base in ("LOP3", "ULOP3") and len(a) == 7 and a[5] == "0xc0" and a[4] in ("RZ", "URZ"):
+            x, y = self._val(st, a[2]), self._val(st, a[3])
+            res = None if x is None or y is None else tuple(p & q for p, q in zip(x, y))
+            if _PRED.match(a[0]):  # LOP3.LUT P, R, a, b, RZ, 0xc0, !PT: P = (a & b) != 0
+                self._set(st, a[0], None if res is None else tuple(v != 0 for v in res))
+                self._set(st, a[1], res)
+                return
+            out = res
+        elif base in ("ISETP", "UISETP") and len(a) == 5:
+            self._set(st, a[0], self._compare(st, name, a))
+            self._set(st, a[1], None)
+            return
+        elif name == "PLOP3.LUT" and len(a) == 7 and a[5] == "0x80":
+            x, y, z = (self._val(st, t) for t in a[2:5])
+            self._set(st, a[0], None if None in (x, y, z) else tuple(p and q and r for p, q, r in zip(x, y, z)))
+            self._set(st, a[1], None)
+            return
+        elif base == "SHFL" and name.startswith("SHFL.IDX") and len(a) == 5:
+            x, src = self._val(st, a[2]), self._val(st, a[3])
+            if x is not None and src is not None and all(s == src[0] for s in src):
+                out = (x[src[0] % LANES],) * LANES
+            self._set(st, a[0], None)
+            self._set(st, a[1], out)
+            return
+        elif base == "ELECT" and a:
+            self._set(st, a[0], tuple(lane == 0 for lane in range(LANES)))  # one lane: counted as lane 0
+            for t in a[1:2]:
+                self._set(st, t, None)
+            return
+        elif name.startswith("LDS.U8") and len(a) == 2:
+            out = self._lookup(st, a[1])
+        elif base == "LDC" and len(a) == 2 and a[1].startswith("c[0x2]["):
+            idx = self._val(st, a[1][len("c[0x2]["):].rstrip("]"))
+            st["jt:" + a[0]] = None if idx is None else tuple(v // 4 for v in idx)
+            st.pop(a[0], None)
+            return
+        self._kill(st, op)
+        if out is not None and a:
+            self._set(st, a[0], out)
+
+    def _set(self, st: dict, reg: str, v) -> None:
+        if reg in ("PT", "UPT", "RZ", "URZ"):
+            return
+        st.pop("b:" + reg, None)
+        st.pop("jt:" + reg, None)
+        if v is None:
+            st.pop(reg, None)
+        else:
+            st[reg] = v
+
+    def _compare(self, st: dict, name: str, a: tuple[str, ...]):
+        parts = name.split(".")
+        cmp = next((p for p in parts if p in _CMP), None)
+        x, y, c = self._val(st, a[2]), self._val(st, a[3]), self._val(st, a[4])
+        if cmp is None or x is None or y is None or c is None:
+            return None
+        f = _CMP[cmp]
+        res = tuple(f(p, q) if "U32" in parts else f(_s32(p), _s32(q)) for p, q in zip(x, y))
+        if "OR" in parts:
+            return tuple(r or k for r, k in zip(res, c))
+        if "AND" in parts:
+            return tuple(r and k for r, k in zip(res, c))
+        return None
+
+    def _lookup(self, st: dict, addr: str):
+        """A byte of the warp table: the address is base + warp + offset."""
+        m = _ADDR.search(addr)
+        if not m:
+            return None
+        terms = m.group(1).replace("-", "+-").split("+")
+        off, known = 0, []
+        for t in terms:
+            t = t.strip()
+            v = _imm(t)
+            if v is not None:
+                off += _s32(v)
+            elif st.get(t) is not None or st.get("b:" + t) is not None:
+                known.append(st.get(t) or st["b:" + t])
+        if len(known) != 1 or not all(v == known[0][0] for v in known[0]):
+            return None
+        self.read_table = True
+        at = off + known[0][0]
+        if at not in self.table:
+            self.missed = True
+            return None
+        return (self.table[at],) * LANES
+
+    def _block(self, b: int, st: dict) -> list[int]:
+        ops = self.ops[b]
+        for op in ops[:-1]:
+            self._guarded(st, op)
+        last = ops[-1]
+        succ = self.succ[b]
+        if last.base == "BRX":
+            idx = st.get("jt:" + (last.args[0].split()[0] if last.args else ""))
+            if idx is not None and all(v == idx[0] for v in idx):
+                return [self.brx[idx[0]]] if idx[0] < len(self.brx) else []  # past the targets: the exit entry
+            return list(self.brx)
+        taken = None
+        if last.base in ("BRA", "EXIT", "RET", "JMP"):
+            cond = last.guard or (last.args[0] if len(last.args) == 2 and _PRED.match(last.args[0]) else None)
+            taken = True if cond is None else self._uniform(st, cond)
+        else:
+            self._guarded(st, last)
+        if taken is None or last.base not in ("BRA", "JMP", "EXIT", "RET"):
+            return succ
+        target = _branch_target(last)
+        if last.base in ("EXIT", "RET"):
+            return [] if taken else [s for s in succ]
+        return [s for s in succ if (s == target) == taken]
+
+    def _guarded(self, st: dict, op: _Op) -> None:
+        if op.guard is None:
+            self._exec(st, op)
+            return
+        g = self._uniform(st, op.guard)
+        if g is True:
+            self._exec(st, op)
+        elif g is None:
+            self._kill(st, op)
+
+
+def _branch_target(op: _Op) -> int | None:
+    m = _TARGET.search(op.args[-1]) if op.args else None
+    return int(m.group(1), 16) if m else None
+
+
+def _table(ops: list[_Op]) -> dict[int, int]:
+    """Shared-memory offset -> byte, from `STS` of constants (their first store per offset:
+    the dispatch's first values; later stores end it)."""
+    consts: dict[str, int] = {}
+    table: dict[int, int] = {}
+    for op in ops:
+        a = op.args
+        if op.op in ("IMAD.MOV.U32", "IMAD.MOV") and len(a) == 4 and a[1] == "RZ" and a[2] == "RZ":
+            v = _imm(a[3]) if a[3] != "RZ" else 0
+            if v is not None and op.guard is None:
+                consts[a[0]] = v
+                continue
+        if op.base == "MOV" and len(a) == 2 and _imm(a[1]) is not None and op.guard is None:
+            consts[a[0]] = _imm(a[1])
+            continue
+        if op.base == "STS" and len(a) == 2 and op.guard is None:
+            m = _ADDR.search(a[0])
+            words = {"STS": 1, "STS.64": 2, "STS.128": 4}.get(op.op)
+            src = a[1]
+            if m and words and src.startswith("R") and src != "RZ":
+                off = next((_s32(v) for t in m.group(1).split("+") if (v := _imm(t.strip())) is not None), 0)
+                n = int(src[1:])
+                vals = [consts.get(f"R{n + k}") for k in range(words)]
+                if all(v is not None for v in vals):
+                    for k, v in enumerate(vals):
+                        for j in range(4):
+                            table.setdefault(off + 4 * k + j, (v >> (8 * j)) & 0xFF)
+        for t in a[:1]:
+            if t in consts and not (op.base == "STS"):
+                consts.pop(t)
+    return table
+
+
+def recover(instrs: list, blocks: dict, warps: int | None = None) -> Partitions | None:
+    """The partitions of one kernel (`roles.Instr` rows, `roles.Block`s), or None when its
+    warps all run one code path (or the dispatch is not readable)."""
+    if not blocks or not any("SR_TID.X" in (i.text or "") for i in instrs):
+        return None
+    ops = {s: [_parse(i.pc, i.text) for i in b.instrs] for s, b in blocks.items()}
+    starts = sorted(blocks)
+    nxt = dict(zip(starts, starts[1:]))
+    succ: dict[int, list[int]] = {}
+    for s, b in blocks.items():
+        out = sorted(b.succ)
+        last = ops[s][-1]
+        if last.base in ("EXIT", "RET") and last.guard and s in nxt and nxt[s] not in out:
+            out.append(nxt[s])  # a guarded exit falls through
+        succ[s] = out
+    assumptions: list[str] = []
+    has_brx = any(o[-1].base == "BRX" for o in ops.values())
+    preds = {t for v in succ.values() for t in v}
+    brx = []
+    if has_brx:
+        # Jump-table targets: blocks nothing branches to, but for the entry, padding and the
+        # trap loop the compiler ends a function with.
+        brx = [s for s in starts if s not in preds and s != starts[0]
+               and not all(o.base == "NOP" for o in ops[s]) and not _self_loop(ops[s], s)]
+        assumptions.append(f"BRX jump table read as its {len(brx)} target block(s) in address order "
+                           "(the table is in a constant bank, not in the SASS)")
+    walk = _Walk(ops, succ, brx, _table([o for s in starts for o in ops[s]]))
+    n = warps or _MAX_WARPS
+    reach: dict[int, frozenset[int]] = {}
+    used_table = False
+    for w in range(n):
+        r, read, missed = walk.run(w)
+        used_table |= read
+        if missed and warps is None:
+            continue  # past the warp table: taken as absent (Triton sizes the CTA to it)
+        reach[w] = frozenset(r)
+    if used_table:
+        assumptions.append("warp table in shared memory taken as its first stored values")
+    # Warps that reach the same work are one partition: warp 0 of the default warps may
+    # also allocate tensor memory or initialize barriers, which is no job of its own.
+    work = {s for s in starts if _job(ops[s])[0] != "idle"}
+    by_work: dict[frozenset[int], list[int]] = {}
+    for w, r in reach.items():
+        by_work.setdefault(frozenset(r & work), []).append(w)
+    groups: dict[frozenset[int], list[int]] = {}
+    for ws in by_work.values():
+        groups[frozenset().union(*(reach[w] for w in ws))] = ws
+    if len(groups) < 2:
+        return None
+    open_end = warps is None and not used_table and (n - 1) in reach
+    if warps is None and not used_table:
+        assumptions.append("the CTA's warp count is not in the SASS: the last partition's warps are open-ended")
+    owners: dict[int, set[frozenset[int]]] = {s: set() for s in blocks}
+    for r in groups:
+        for s in r:
+            owners[s].add(r)
+    parts: list[Partition] = []
+    by_group: dict[frozenset[int], Partition] = {}
+    for r, ws in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        own = sorted(s for s in r if len(owners[s]) == 1)
+        own_ops = [o for s in own for o in ops[s]]
+        name, job = _job(own_ops)
+        regs = next((_imm(o.args[-1]) for o in own_ops if o.base == "USETMAXREG" and o.args), None)
+        p = Partition(name, tuple(ws), open_end and (n - 1) in ws, job, regs, set(own))
+        parts.append(p)
+        by_group[r] = p
+    setup = _prefix(starts[0], succ, owners, len(groups))
+    label: dict[int, str] = {}
+    role: dict[int, str] = {}
+    for s in blocks:
+        o = owners[s]
+        if len(o) == 1:
+            p = by_group[next(iter(o))]
+            label[s], role[s] = p.label, p.role
+        elif len(o) == len(groups):
+            label[s], role[s] = ("setup (all warps)" if s in setup else "all warps"), "common"
+        elif o:
+            ps = sorted((by_group[g] for g in o), key=lambda p: p.warps[0])
+            label[s] = "shared: " + ", ".join(p.label for p in ps)
+            roles = {p.role for p in ps}
+            role[s] = roles.pop() if len(roles) == 1 else "common"
+        else:
+            label[s], role[s] = "unreached (padding)", "common"
+    for prev, s in zip(starts, starts[1:]):
+        # A NOP block no walk reaches is alignment or a reconvergence point (BSSY/BSYNC):
+        # the code before it runs it.
+        if not owners[s] and all(o.base == "NOP" for o in ops[s]) and owners[prev]:
+            label[s], role[s] = label[prev], role[prev]
+            owners[s] = owners[prev]
+    basis = "assumption" if assumptions else "evidence"
+    return Partitions(parts, label, role, basis, tuple(assumptions))
+
+
+def _self_loop(ops: list[_Op], start: int) -> bool:
+    return len(ops) == 1 and ops[0].base == "BRA" and _branch_target(ops[0]) == start
+
+
+def _prefix(entry: int, succ: dict[int, list[int]], owners: dict, n: int) -> set[int]:
+    """Blocks every partition runs before any partition's own code: the setup."""
+    seen, work = {entry}, [entry]
+    while work:
+        b = work.pop()
+        for t in succ[b]:
+            if t not in seen and len(owners[t]) == n:
+                seen.add(t)
+                work.append(t)
+    return seen if len(owners[entry]) == n else set()
