@@ -328,16 +328,72 @@ def _tensor_map_param(k: _Kernel, s: Stmt) -> int | None:
     return _param_of(k, operand.strip("[]").split(",")[0])
 
 
+# bytes of an element by tensormap.replace's .elemtype code (the PTX encoding, which Triton's
+# driver maps to CUDA's CUtensorMapDataType: 8 .f32.ftz, 9 .f64, 10 .bf16); packed sub-byte
+# types (13 on) are not read
+_ELEM_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 4, 9: 8, 10: 2, 11: 4, 12: 4}
+
+
+def _map_root(k: _Kernel, op: str) -> str:
+    """The register a tensor-map address is copied from (through mov and cvta), `[r + 0]` read as r."""
+    r = re.sub(r"\s*\+\s*0$", "", op.strip().strip("[]").strip())
+    for _ in range(8):
+        ds = k.defs.get(r)
+        if not ds or len(ds) != 1 or ds[0].opcode.split(".")[0] not in ("mov", "cvta") or len(ds[0].operands) != 2:
+            break
+        r = ds[0].operands[1].strip()
+    return r
+
+
+def _device_boxes(k: _Kernel, stmts: list[Stmt]) -> dict[str, tuple[int, str] | None]:
+    """A tensor map built on the device (Triton's tl.make_tensor_descriptor): its fields are
+    written into a shared-memory staging copy with tensormap.replace, then published to
+    global memory by tensormap.cp_fenceproxy. Returns the global map's register (`_map_root`)
+    -> the bytes of its box (the box dims up to its rank times the element's bytes) and how
+    the sheet shows it; None where a field is not a constant or two publications of one
+    address disagree."""
+    staged: dict[str, dict[str, object]] = {}
+    out: dict[str, tuple[int, str] | None] = {}
+    for s in stmts:
+        o, a = s.opcode, s.operands
+        if o.startswith("tensormap.replace.tile.") and len(a) >= 2:
+            f = staged.setdefault(_map_root(k, a[0]), {"dims": {}})
+            field = o.split(".")[3]
+            v = k.value(a[-1])
+            val = v(0) if v else None
+            if field == "box_dim" and len(a) == 3:
+                i = k.value(a[1])
+                f["dims"][i(0) if i else None] = val  # type: ignore[index]
+            elif field in ("rank", "elemtype"):
+                f[field] = val
+        elif o.startswith("tensormap.cp_fenceproxy") and len(a) >= 2:
+            f = staged.get(_map_root(k, a[1]), {"dims": {}})
+            dims, rank, elem = f["dims"], f.get("rank"), _ELEM_BYTES.get(f.get("elemtype"))  # type: ignore[arg-type]
+            box = None
+            if isinstance(rank, int) and elem and all(isinstance(dims.get(i), int) for i in range(rank + 1)):  # type: ignore[union-attr]
+                n = elem
+                for i in range(rank + 1):
+                    n *= dims[i]  # type: ignore[index]
+                # box_dim 0 is the innermost: shown outermost first, as the block is written
+                box = (n, f"a {'x'.join(str(dims[i]) for i in range(rank, -1, -1))} box of {elem}-byte "  # type: ignore[index]
+                          f"elements, the tensor map published at line {s.line}")
+            dst = _map_root(k, a[0])
+            out[dst] = box if dst not in out or out[dst] == box else None
+    return out
+
+
 def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] | None) -> list[Flag]:
     """Flag 8: per barrier and role, the bytes one phase expects (`expect_tx`) against the
     bytes its copies deliver: a plain bulk copy's size operand, a tensor copy's box from the
     compiler's metadata (`boxes`, the tensor maps in parameter order). Fewer bytes delivered
     than expected: the phase never completes (a hang); more: it completes before its data
-    lands. Checked only where every site's threads are derived and every amount is known
-    (or both sides are the same register); else said in the notes."""
+    lands. A tensor map built on the device gives its box in the PTX (`_device_boxes`).
+    Checked only where every site's threads are derived and every amount is known (or both
+    sides are the same register); else said in the notes."""
     stmts = k.stmts
     maps = sorted({p for s in stmts if (p := _tensor_map_param(k, s)) is not None})
     box_of = dict(zip(maps, boxes)) if boxes and len(boxes) == len(maps) else {}
+    device = _device_boxes(k, stmts)
     out: list[Flag] = []
     unknown = 0
     for b in barriers:
@@ -349,6 +405,7 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
             if not expects or not copies:
                 continue
             amounts: list[list] = [[], []]
+            shown: list[str] = []  # the boxes of device-built maps, as the flag names them
             for side, sites in enumerate((expects, copies)):
                 for a in sites:
                     i = k.stmt_of(a.site)
@@ -362,7 +419,13 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
                         continue
                     if side == 1 and ".tensor" in s.opcode:
                         p = _tensor_map_param(k, s)
-                        amounts[side].append(box_of.get(p) if p is not None else None)
+                        if p is not None:
+                            amounts[side].append(box_of.get(p))
+                            continue
+                        dev = device.get(_map_root(k, s.operands[1].strip("[]").split(",")[0]))
+                        amounts[side].append(dev[0] if dev else None)
+                        if dev:
+                            shown.append(f"line {s.line}: one copy of {dev[1]}")
                         continue
                     op = s.operands[2] if len(s.operands) > 2 else None
                     f = k.value(op) if op else None
@@ -380,11 +443,17 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
                 continue
             if want != got:
                 lines = ", ".join(sorted({_where(a.site) for a in expects + copies})[:6])
+                # a block wider than one box is copied as several: expecting a whole multiple of
+                # what arrives says some of them are not issued
+                split = f"; the expected bytes are {want // got} times what arrives: a block copied as {want // got} " \
+                    "boxes with only one of them issued (a copy split, its other part missing)" \
+                    if got and want > got and want % got == 0 and shown else ""
                 out.append(Flag(8, FLAG_NAMES[8], f"{b.name}: {role} expects {want} bytes a phase (expect_tx) but its "
-                                f"copies deliver {got} ({lines}): "
+                                f"copies deliver {got} ({lines}"
+                                + (f"; {'; '.join(dict.fromkeys(shown))}" if shown else "") + "): "
                                 + ("the phase never completes (deadlock)" if got < want else
                                    "the phase completes before all its data has landed")
-                                + f"; expect_tx {got}", Basis.EVIDENCE, expects[0].site.line))
+                                + split + f"; expect_tx {got}", Basis.EVIDENCE, expects[0].site.line))
     if unknown:
         k.notes.append(Item("handoff.tx", f"{unknown} barrier role(s) whose copied bytes are not known (a tensor "
                             "copy's box is in its tensor map, not in the PTX; Triton's .json beside the PTX gives "

@@ -24,7 +24,8 @@ CUBINS = ROOT / "fixtures" / "cubins"
 # Every PTX fixture of a kernel that is correct by design (the planted ones are not here).
 CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx", "triton_ws_matmul.ptx",
            "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "cute_ws_ring.ptx", "cute_ws_ring_cluster.ptx", "cute_ws_gemm.ptx",
-           "cute_ws_gemm_cluster.ptx", "triton_ws_sm100.ptx", "triton_ws_sm100_kloop.ptx"]
+           "cute_ws_gemm_cluster.ptx", "triton_ws_sm100.ptx", "triton_ws_sm100_kloop.ptx",
+           "triton_ws_sm90_desc.ptx"]
 
 
 def _sheet(name: str):
@@ -143,9 +144,9 @@ def test_what_was_not_checked_is_said_on_the_first_line_and_in_json():
     assert doc["kernels"][0]["unchecked"] == list(undecided.unchecked)
     # the generated kernels whose barriers all resolve leave nothing unchecked
     assert _sheet("gluon_ws_gemm.ptx").unchecked == ()
-    # Triton's sm_90 PTX was kept without its .json: only the copies' bytes are left unchecked
-    (left,) = _sheet("triton_ws_matmul.ptx").unchecked
-    assert "expect_tx not checked" in left
+    # Triton's sm_90 PTX was kept without its .json, but its tensor maps are built on the
+    # device: their boxes are in the PTX (tensormap.replace), so the copies' bytes are checked
+    assert _sheet("triton_ws_matmul.ptx").unchecked == ()
 
 
 def test_expected_bytes_are_checked_against_the_boxes_the_metadata_gives():
@@ -368,3 +369,31 @@ def test_triton_sm100_cubins_hold_the_same_kernels():
         assert p.returncode == 0, p.stderr
         (k,) = json.loads(p.stdout)["kernels"]
         assert k["name"] == kernel and k["families"]["tensor"] == "tcgen05" and "tma" in k["families"]["copies"]
+
+
+def test_triton_sm90_split_copy_is_flagged_with_its_cause():
+    """Triton 3.6's own sm_90 lowering with BK = 128 (fixtures/src/triton_tma/README.md): a
+    row of A or B is 256 bytes, two boxes of the 128-byte swizzle wide. The producer
+    expects the whole block on each barrier but issues one copy of one box: every phase
+    gets half its bytes (a hang). The boxes come from the maps the kernel builds itself."""
+    k = _sheet("triton_ws_sm90_split.ptx")
+    assert len(k.flags) == 3 and {(f.code, f.basis) for f in k.flags} == {(8, Basis.EVIDENCE)}
+    texts = sorted(f.text for f in k.flags)
+    # B's block 128x128 on one barrier, A's halves 64x128 (one for each consumer warpgroup) on two
+    assert "expects 32768 bytes a phase (expect_tx) but its copies deliver 16384" in texts[0]
+    assert "one copy of a 128x64 box of 2-byte elements" in texts[0]
+    for t in texts[1:]:
+        assert "expects 16384 bytes a phase (expect_tx) but its copies deliver 8192" in t
+        assert "one copy of a 64x64 box of 2-byte elements" in t
+    assert all("never completes" in t and "a copy split, its other part missing" in t for t in texts)
+    assert sorted(_roles(k)) == ["consumer (warps 4-7)", "consumer (warps 8-11)", "producer (warps 0-3)"]
+
+
+@pytest.mark.parametrize("name", ["triton_ws_sm90_desc.ptx", "triton_ws_matmul.ptx"])
+def test_triton_sm90_whole_boxes_are_not_flagged(name):
+    # BK = 64: a row is one 128-byte box; each expect_tx matches its copy's box (the second
+    # one ran correctly on an H200), and nothing is left unchecked
+    k = _sheet(name)
+    assert k.flags == () and k.unchecked == ()
+    tx = [a for b in k.barriers for a in b.arrivers if a.kind == "arrive.expect_tx"]
+    assert sorted({a.tx_bytes for a in tx}) == ["16384", "8192"]
