@@ -142,8 +142,12 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         if not ws:  # no thread gets here by the table's first values (a partition table's exit path)
             role_name[ws] = "none"
             continue
+        # global loads stored to shared memory produce, unless the role issues tensor-core MMAs:
+        # then its st.shared stages the epilogue (CUTLASS's consumers load alpha, beta and flags)
+        mma = any(o.startswith(("wgmma.mma_async", "tcgen05.mma", "mma.sync")) for o in ops)
         prod = any(_PRODUCER.match(o) for o in ops) and (
-            any(o.startswith("cp.async") for o in ops) or any(o.startswith("st.shared") for o in ops))
+            any(o.startswith("cp.async") and _PRODUCER.match(o) for o in ops)  # not a TMA store's commit / wait
+            or any(o.startswith("st.shared") for o in ops) and not mma)
         # a consumer computes with tensor cores or FMAs, or takes stages from a ring: waits, reads
         # shared memory (not the partition table's byte) and releases them (a plain arrive)
         cons = any(_CONSUMER.match(o) for o in ops) or (
