@@ -72,7 +72,8 @@ _PRODUCER = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.shared::\w+\.global|
 # what an epilogue issues: global stores, a TMA store from shared memory, tensor-memory loads
 _EPILOGUE = re.compile(r"^(st\.global|red\.global|cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|tcgen05\.ld)")
 # what a warp with no job runs: register budgets, barriers, branches, moves and compares
-_IDLE = re.compile(r"^(setmaxnreg|bar\.|barrier\.|bra|ret|exit|mov|setp|selp|add|sub|and|or|shr|shl|cvt|ld\.param)")
+_IDLE = re.compile(r"^(setmaxnreg|bar\.|barrier\.|bra|ret|exit|mov|setp|selp|not|add|sub|and|or|shr|shl|cvt|"
+                   r"ld\.param)")
 _CONSUMER = re.compile(r"^(wgmma\.mma_async|tcgen05\.mma|mma\.sync|fma\.|mul\.(rn\.)?f|mad\.(rn\.)?f)")
 
 
@@ -144,8 +145,12 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         if not ws:  # no thread gets here by the table's first values (a partition table's exit path)
             role_name[ws] = "none"
             continue
+        # global loads stored to shared memory produce, unless the role issues tensor-core MMAs:
+        # then its st.shared stages the epilogue (CUTLASS's consumers load alpha, beta and flags)
+        mma = any(o.startswith(("wgmma.mma_async", "tcgen05.mma", "mma.sync")) for o in ops)
         prod = any(_PRODUCER.match(o) for o in ops) and (
-            any(o.startswith("cp.async") for o in ops) or any(o.startswith("st.shared") for o in ops))
+            any(o.startswith("cp.async") and _PRODUCER.match(o) for o in ops)  # not a TMA store's commit / wait
+            or any(o.startswith("st.shared") for o in ops) and not mma)
         # a consumer computes with tensor cores or FMAs, or takes stages from a ring: waits, reads
         # shared memory (not the partition table's byte, nor the tensor-memory address that
         # tcgen05.alloc wrote there) and releases them (a plain arrive)
@@ -158,7 +163,10 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
             "tensor-memory owner" if any(o.startswith("tcgen05.alloc") for o in ops) else \
             "idle" if all(_IDLE.match(o) for o in ops) else "other"
-        role_name[ws] = f"{kind} ({_warps(ws)})"
+        # a warpgroup's branch that only sets its register budget before its one warp's role
+        # (CUTLASS's producer warpgroup: warp 0 loads, warps 1-3 wait): the others are idle
+        inner = frozenset().union(*(g for g in groups if g is not None and g < ws))
+        role_name[ws] = f"{kind} ({_warps(ws - inner if kind == 'idle' and ws - inner else ws)})"
         jobs = _jobs(ops)
         what = sorted({o.split(".")[0] + ("." + o.split(".")[1] if o.split(".")[0] in ("cp", "tcgen05", "wgmma",
                                                                                         "mma", "ld", "st") else "")
@@ -334,8 +342,15 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             v = early[i] = (at[0], frozenset({at[1]}))
         if v is not None and v[0] is not None and v[1] is not None:
             inits.setdefault(v[0], set()).update(v[1])
+    own: list[int] = []  # lines of a mapa to CTA 0 in a cluster of one CTA: this CTA's own barrier
+    shape = k.e.cluster
     for kind, i, op in ops:
         peer = k.peer_address(op) if kind != "init" else None
+        if peer is not None and peer[1] == "CTA 0" and (shape is None or shape == (1, 1, 1)):
+            # CUTLASS's consumer_release: `mapa` to dst_blockid_ = 0, which is the CTA itself
+            # when the cluster is one CTA; counted as a local arrive
+            own.append(stmts[i].line)
+            op, peer = peer[0], None
         if peer is not None:
             # the barrier at the same offset in a peer CTA: read as the local one it maps
             op = peer[0]
@@ -393,7 +408,8 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         g = groups.setdefault(find(c[0]), {"sym": sym, "slots": set(), "inits": [], "arr": [], "wait": [],
                                            "inval": []})
         g["slots"].update(x[1] for x in c if x[0] != "raw" and x[1] is not None)
-        addr = (_fmt(sym, offs) if sym else op.strip("[] ")) + (f" in CTA {peer[1]} (mapa)" if peer else "")
+        addr = (_fmt(sym, offs) if sym else op.strip("[] ")) + (f" in CTA {peer[1]} (mapa)" if peer else "") + (
+            " in CTA 0 (mapa: this CTA)" if stmts[i].line in own else "")
         s = stmts[i]
         if ".multicast" in s.opcode:
             addr += " in every CTA of its mask (multicast)"
@@ -440,6 +456,13 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         first = min(s.line for s in sites)
         out.append((first, Barrier(name, tuple(g["inits"]), tuple(g["arr"]), tuple(g["wait"]), tuple(g["inval"]),
                                    tuple(sorted(slots)), decided)))
+    if own:
+        k.notes.append(Item("handoff.cluster", f"line(s) {', '.join(map(str, own[:6]))}: arrive through mapa on CTA 0, "
+                            + ("and the kernel declares a cluster of one CTA (.reqnctapercluster 1, 1, 1)"
+                               if shape else "and the kernel declares no cluster shape (.reqnctapercluster): taken "
+                               "as launched one CTA a cluster")
+                            + ", where CTA 0 is the CTA itself: counted as an arrive on its own barrier",
+                            Basis.EVIDENCE if shape else Basis.ASSUMPTION))
     for sym, lines in undecided.items():
         n = len(keys.get(sym, ()))
         k.notes.append(Item("handoff.barrier", f"{_local(sym)}: the barrier addressed at line(s) "

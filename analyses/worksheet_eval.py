@@ -307,15 +307,50 @@ class _Kernel:
                 self._vals[op] = (None, wraps[0])
                 return self._vals[op]
             loop = [s for s in ds if op in s.operands[1:]]
+            known = set(self._vals)
             init = [self._val_def(s, depth + 1) for s in ds if s not in loop]
             res = _union(init) if init else None
             if res is not None and loop:
                 ind = self._induction(op, res, loop, depth) if res[1] is not None else None
                 res = ind if ind is not None else (res[0], None) if res[0] else None
+            if res is None and not loop and len(ds) > 1:
+                for key in set(self._vals) - known:  # values read while `op` was busy: not final
+                    del self._vals[key]
+                res = self._closure(op, ds, depth)
         finally:
             self._busy.discard(op)
         self._vals[op] = res
         return res
+
+    def _closure(self, op: str, ds: list[Stmt], depth: int) -> Val:
+        """The values of a stage index that the loop steps through other registers (nvcc's
+        2x-unrolled ring: `s1 = s0 + 1 == 4 ? 0 : s0 + 1; s0 = s1 + 1 == 4 ? 0 : s1 + 1`):
+        from its constant starts, the loop's update applied until it gives nothing new."""
+        starts = [v for d in ds if d.opcode.split(".")[0] == "mov" and (v := self._val_def(d, depth + 1))
+                  is not None and v[0] is None and v[1] is not None]
+        updates = [d for d in ds if d.opcode.split(".")[0] != "mov"]
+        if not starts or not updates or len(starts) + len(updates) != len(ds):
+            return None
+        cur = frozenset().union(*(v[1] for v in starts))  # type: ignore[index]
+        busy, self._busy = self._busy, {op}
+        try:
+            for _ in range(_MAX_VALUES):
+                known = set(self._vals)
+                self._vals[op] = (None, cur)
+                nxt = [self._val_def(d, depth + 1) for d in updates]
+                for key in set(self._vals) - known:  # computed from an assumed `op`: dropped
+                    del self._vals[key]
+                if any(v is None or v[0] is not None or v[1] is None for v in nxt):
+                    return None
+                new = cur.union(*(v[1] for v in nxt))  # type: ignore[index]
+                if new == cur:
+                    return None, cur
+                if len(new) > _MAX_VALUES:
+                    return None
+                cur = new
+            return None
+        finally:
+            self._busy = busy
 
     def _val_def(self, s: Stmt, depth: int) -> Val:
         base = s.opcode.split(".")[0]
@@ -329,7 +364,8 @@ class _Kernel:
             # one broadcast
             return self.vals(ops[0], depth)
         if base == "selp" and len(ops) == 3:
-            return _union([self._chosen(ops, pick, depth) for pick in (True, False)])
+            arms = [self._chosen(ops, pick, depth) for pick in (True, False)]
+            return _union([a for a in arms if a is None or a[1] != frozenset()]) or None
         if base in ("neg", "not") and len(ops) == 1:
             v = self.vals(ops[0], depth)
             if v is None or v[0] is not None or v[1] is None:
@@ -893,9 +929,12 @@ class _Kernel:
             yes = frozenset(t for t, v in taken.items() if v is not False)
             no = frozenset(t for t, v in taken.items() if v is not True)
             rt, rf = self.reach(tb, {b}), self.reach(fb, {b})
-            for region, keep in ((rt - rf, yes), (rf - rt, no)):
+            for region, keep, side in ((rt - rf, yes, not st.negated), (rf - rt, no, st.negated)):
                 warps = frozenset(t // 32 for t in keep)
                 warp_level = all((t // 32 in warps) == (t in keep) for t in all_t)
+                if not warp_level:  # `warp % 4 == 0 && elected`: the role is the warp part's
+                    part = self.warp_part(st.guard, side)
+                    warps, warp_level = (part, True) if part is not None else (warps, False)
                 for x in region:
                     self.pop[x] = self.pop[x] & keep if self.pop[x] is not None else None
                     if warp_level and self.role[x] is not None:
@@ -906,6 +945,26 @@ class _Kernel:
             self.notes.append(Item("roles", f"{self.uniform_branches} conditional branch(es) on values not derived "
                                    "from %tid.x (kernel arguments, loop counters, data) were taken as not splitting "
                                    "the block's threads", Basis.ASSUMPTION))
+
+    def warp_part(self, op: str, want: bool, depth: int = 0) -> frozenset | None:
+        """The warps outside which predicate `op` cannot be `want`, when one of its
+        conjuncts is a whole-warp condition: CUTLASS's `warp_idx % 4 == 0 && elect_one_sync()`,
+        which nvcc folds into one `and.pred` (its negation through `not.pred` / `or.pred`
+        too). None when no conjunct selects whole warps."""
+        ds = self.defs.get(op, ())
+        if len(ds) == 1 and depth < 8 and ds[0].opcode.endswith("pred") and not ds[0].guard:
+            d, base = ds[0], ds[0].opcode.split(".")[0]
+            if base == "not" and len(d.operands) == 2:
+                return self.warp_part(d.operands[1], not want, depth + 1)
+            if base in ("and", "or") and len(d.operands) == 3 and (base == "and") == want:
+                known = [w for x in d.operands[1:] if (w := self.warp_part(x, want, depth + 1)) is not None]
+                return frozenset.intersection(*known) if known else None
+        f = self.value(op)
+        if f is None or not self.n:
+            return None
+        keep = {t for t in range(self.n) if (v := f(t)) is None or bool(v) == want}
+        warps = frozenset(t // 32 for t in keep)
+        return warps if all((t // 32 in warps) == (t in keep) for t in range(self.n)) else None
 
     def _split_by_table(self, b: int, st: Stmt, tbs: list[int | None], all_t: frozenset | None) -> None:
         """`brx.idx %r, table`: thread t runs entry %r(t) of the table (Triton's dispatch of

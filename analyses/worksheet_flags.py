@@ -86,7 +86,8 @@ def _rendezvous_after(k: _Kernel, stmts: list[Stmt], i: int, preds: list[list[in
 
 
 def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
-    out = []
+    out: list[tuple[str | None, Flag]] = []
+    seen: dict[str | None, int] = {}  # symbol -> its further inits: one flag a symbol (a ring's inits)
     # a CTA barrier all threads reach, or a cluster barrier (which every thread of the CTA meets too)
     cta_blocks = {k.block_of[i] for i, s in enumerate(stmts) if _is_cta_barrier(s) and _everyone(k, i)}
     cta_blocks |= _cluster_waits(k, stmts)
@@ -103,6 +104,9 @@ def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
         if role is None or role == all_w:
             continue  # thread 0 / lane 0 of the whole CTA: the usual, checked below only in roles
         sym = k.sym_of(s.operands[0])
+        if sym in seen:
+            seen[sym] += 1
+            continue
         after = {b for b in cta_blocks if b in k.reach(bi, set())} | _rendezvous_after(k, stmts, i, preds)
         for j, w in enumerate(stmts):
             if not w.opcode.startswith(_WAIT) or k.sym_of(w.operands[1]) != sym:
@@ -111,12 +115,15 @@ def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
             if wr is None or wr <= role:
                 continue
             if k.block_of[j] in k.reach(0, after):
-                out.append(Flag(1, FLAG_NAMES[1], f"mbarrier.init of {sym} (line {s.line}) sits inside the branch of "
-                                f"{_warps(role)}, and {_warps(wr - role)} wait on it (line {w.line}) with no CTA-wide "
-                                "barrier after the init: initialize before the role branch (thread 0), then "
-                                "fence.mbarrier_init + __syncthreads()", Basis.EVIDENCE, s.line))
+                out.append((sym, Flag(1, FLAG_NAMES[1], f"mbarrier.init of {sym} (line {s.line}) sits inside the "
+                                      f"branch of {_warps(role)}, and {_warps(wr - role)} wait on it (line {w.line}) "
+                                      "with no CTA-wide barrier after the init: initialize before the role branch "
+                                      "(thread 0), then fence.mbarrier_init + __syncthreads()", Basis.EVIDENCE,
+                                      s.line)))
+                seen[sym] = 0
                 break
-    return out
+    return [Flag(f.code, f.name, f.text + (f" ({seen[sym]} more init(s) of it there)" if seen[sym] else ""), f.basis,
+                 f.line) for sym, f in out]
 
 
 def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
@@ -225,6 +232,13 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
     return []
 
 
+def _first_parity(k: _Kernel, w, i: int) -> int | None:
+    """The parity wait `w` (statement i) asks for on its first trip: read where the wait
+    stands (Triton flips its phase just before it), else from the value's definitions."""
+    v = k.first_value(w.parity, at=i)
+    return v if v is not None else k.first_value(w.parity)
+
+
 def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     """Flag 7: the first trip of every role, played out. A fresh mbarrier is in phase 0:
     a wait for parity 1 passes at once, a wait for parity 0 passes once the phase has its
@@ -238,6 +252,11 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     if not k.n:
         return []
     dom = k.dominators()
+
+    def before(j: int, i: int) -> bool:  # statement j lies on every path to statement i
+        bj, bi = k.block_of[j], k.block_of[i]
+        return bj in dom[bi] and (bj != bi or j < i)
+
     waits: list[tuple[int, int, frozenset, int | None, object]] = []  # (barrier, stmt, warps, parity, Wait)
     arrivals: list[tuple[int, int, frozenset, int]] = []  # (barrier, stmt, warps, arrivals)
     need: dict[int, int] = {}
@@ -248,7 +267,7 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
         if not b.inits or len(counts) != 1 or None in counts or None in pops.values():
             continue
         need[n] = min(counts.pop(), sum(v for v in pops.values() if v))  # type: ignore[arg-type]
-        first: dict[int, tuple] = {}  # warp -> its first wait on this barrier
+        mine: dict[int, list[tuple]] = {}  # warp -> its waits on this barrier
         for w in b.waiters:
             i = k.stmt_of(w.site)
             p = k.threads(i) if i is not None else None
@@ -256,11 +275,17 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                 unchecked += 1
                 continue
             for warp in {t // 32 for t in p}:
-                if warp not in first or i < first[warp][0]:
-                    first[warp] = (i, w)
-        for i, w in {v[0]: v[1] for v in first.values()}.items():
-            warps = frozenset(warp for warp, v in first.items() if v[0] == i)
-            waits.append((n, i, warps, k.first_value(w.parity, at=i), w))  # type: ignore[attr-defined]
+                mine.setdefault(warp, []).append((i, w))
+        # a warp's first wait (the earliest), and the others no wait of it on this barrier
+        # dominates, where their first-trip parity is derived: the remainder loop's, which
+        # runs first when nvcc's unrolled loop is skipped
+        first: dict[int, dict[int, object]] = {}
+        for warp, ws in mine.items():
+            first[warp] = {i: w for i, w in ws if i == min(ws, key=lambda x: x[0])[0] or (
+                not any(before(j, i) for j, _ in ws if j != i) and _first_parity(k, w, i) is not None)}
+        for i, w in {i: w for f in first.values() for i, w in f.items()}.items():
+            warps = frozenset(warp for warp, f in first.items() if i in f)
+            waits.append((n, i, warps, _first_parity(k, w, i), w))  # type: ignore[attr-defined]
         for a in b.arrivers:
             i = k.stmt_of(a.site)
             p = k.threads(i) if i is not None else None

@@ -44,6 +44,7 @@ _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(")
 _FUNC = re.compile(r"\.func\s+(?:\(([^)]*)\)\s*)?([\w$.]+)")
 _PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?(?:\.ptr\S*\s+)*\.\w+\s+([\w$]+)")
 _NTID = re.compile(r"\.(maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+_NCTA = re.compile(r"\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 _SHARED = re.compile(r"^(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$.]+)(?:\[(\d*)\])?\s*;$")
 _LABEL = re.compile(r"^([\w$]+):$")
 _BRANCHTARGETS = re.compile(r"\.branchtargets\s+([\w$]+(?:\s*,\s*[\w$]+)*)\s*;")
@@ -106,6 +107,7 @@ class Entry:
     target: str | None
     ntid: tuple[int, int, int] | None = None  # .reqntid, else .maxntid
     ntid_kind: str | None = None  # 'reqntid' | 'maxntid'
+    cluster: tuple[int, int, int] | None = None  # .reqnctapercluster: the cluster shape it is launched with
     shared: list[SharedDecl] = field(default_factory=list)  # own and module-level
     body: list[Stmt | tuple[str, int, int]] = field(default_factory=list)  # Stmt or (label, scope, line)
     parents: dict[int, int] = field(default_factory=dict)  # scope -> enclosing scope
@@ -159,6 +161,8 @@ def parse(text: str) -> list[Entry]:
                     if entry.ntid_kind != "reqntid":
                         entry.ntid = tuple(int(g) if g else 1 for g in nm.groups()[1:])  # type: ignore[assignment]
                         entry.ntid_kind = nm.group(1)
+                if cm := _NCTA.search(text_h):
+                    entry.cluster = tuple(int(g) if g else 1 for g in cm.groups())  # type: ignore[assignment]
             else:
                 hm = _FUNC.search(text_h)
                 assert hm is not None

@@ -1,7 +1,7 @@
 """The worksheet on what the compilers emit: PTX that Gluon (Triton 3.6), TVM TIRx, CuTe DSL
-(4.8) and Triton's own warp specialization generated from kernels written here
-(fixtures/src/gluon, fixtures/src/tirx, fixtures/src/cute, fixtures/src/triton_tma,
-fixtures/src/triton_ws_matmul.py;
+(4.8), nvcc on CUTLASS 4.2's C++ headers and Triton's own warp specialization generated from
+kernels written here (fixtures/src/gluon, fixtures/src/tirx, fixtures/src/cute,
+fixtures/src/cutlass, fixtures/src/triton_tma, fixtures/src/triton_ws_matmul.py;
 each README states the design's truth). Correct kernels raise no evidence flag and get their partitions named; each planted
 bug is flagged with its cause."""
 
@@ -25,7 +25,7 @@ CUBINS = ROOT / "fixtures" / "cubins"
 CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx", "triton_ws_matmul.ptx",
            "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "cute_ws_ring.ptx", "cute_ws_ring_cluster.ptx", "cute_ws_gemm.ptx",
            "cute_ws_gemm_cluster.ptx", "triton_ws_sm100.ptx", "triton_ws_sm100_kloop.ptx",
-           "triton_ws_sm90_desc.ptx"]
+           "triton_ws_sm90_desc.ptx", "cutlass_ws_gemm.ptx", "cutlass_builder_gemm.ptx"]
 
 
 def _sheet(name: str):
@@ -360,7 +360,9 @@ def test_triton_sm100_inits_are_ordered_by_the_named_barrier_every_thread_meets(
     (tmp_path / "k.ptx").write_text(text.replace("barrier.sync \t1;", "// removed"))
     (k,) = worksheet([tmp_path / "k.ptx"]).kernels
     hits = [f for f in k.flags if f.code == 1]
-    assert len(hits) == 10 and all(f.basis is Basis.EVIDENCE and "warps 0-3" in f.text for f in hits)
+    # one flag per barrier symbol, which counts the other inits of it
+    assert len(hits) == 1 and hits[0].basis is Basis.EVIDENCE and "warps 0-3" in hits[0].text
+    assert "(9 more init(s) of it there)" in hits[0].text
 
 
 def test_triton_sm100_cubins_hold_the_same_kernels():
@@ -397,3 +399,109 @@ def test_triton_sm90_whole_boxes_are_not_flagged(name):
     assert k.flags == () and k.unchecked == ()
     tx = [a for b in k.barriers for a in b.arrivers if a.kind == "arrive.expect_tx"]
     assert sorted({a.tx_bytes for a in tx}) == ["16384", "8192"]
+
+
+# CUTLASS C++ (fixtures/src/cutlass/README.md): PipelineTmaAsync's full[4] and empty[4] after the
+# A and B stages (2 x 64 KB) in the dynamic buffer ws::smem_raw
+CUTLASS_FULL = "_ZN2ws8smem_rawE+{131072,131080,131088,131096}"
+CUTLASS_EMPTY = "_ZN2ws8smem_rawE+{131104,131112,131120,131128}"
+
+
+def test_cutlass_roles_are_a_producer_warp_and_two_consumer_warpgroups():
+    k = _sheet("cutlass_ws_gemm.ptx")
+    assert k.flags == ()
+    # canonical_warp_idx_sync (shfl.sync.idx %r|%p); `warp % 4 == 0 && elect_one_sync()` as one and.pred
+    jobs = {r.text.split(":")[0]: r.text.split(": ", 1)[1].split(";")[0] for r in k.roles if "statements" in r.text}
+    assert jobs == {"producer (warp 0)": "TMA load", "consumer (warps 4-11)": "MMA issue (wgmma), global stores",
+                    "idle (warps 1-3)": "3 statements"}
+    assert all(r.basis is Basis.EVIDENCE for r in k.roles)
+    assert not any("not warp-specialized" in r.text for r in k.roles)
+
+
+def test_cutlass_pipeline_barriers_resolve_with_their_counts():
+    k = _sheet("cutlass_ws_gemm.ptx")
+    names = {b.name: b for b in k.barriers}
+    assert set(names) == {CUTLASS_FULL, CUTLASS_EMPTY} and all(b.decided for b in k.barriers)
+    full, empty = names[CUTLASS_FULL], names[CUTLASS_EMPTY]
+    assert {c for _, c in full.inits} == {1} and {c for _, c in empty.inits} == {256}
+    assert {s.threads for b in k.barriers for s, _ in b.inits} == {1}  # warp 0's elected lane
+    # the producer's one elected lane: expect_tx of both tiles, two copies completing on it
+    assert {(a.kind, a.site.role, a.site.threads, a.arrivals, a.tx_bytes) for a in full.arrivers
+            if a.arrivals} == {("arrive.expect_tx", "producer (warp 0)", 1, 1, "32768")}
+    # consumer_release: mapa to CTA 0, which in a one-CTA cluster is this CTA's own barrier
+    assert {(a.kind, a.site.role, a.site.threads, a.arrivals) for a in empty.arrivers} == {
+        ("arrive", "consumer (warps 4-11)", 256, 256)}
+    assert all(a.site.address.endswith("in CTA 0 (mapa: this CTA)") for a in empty.arrivers)
+    assert {w.site.role for w in full.waiters} == {"consumer (warps 4-11)"}
+    assert {w.site.role for w in empty.waiters} == {"producer (warp 0)"}
+    (note,) = [n for n in k.notes if n.aspect == "handoff.cluster"]
+    assert note.basis is Basis.ASSUMPTION and "declares no cluster shape" in note.text
+    # the consumers' 2x-unrolled ring rotates its stage through two registers: still decided
+    assert not any("not decided" in u or "counts not checked" in u for u in k.unchecked)
+    (left,) = k.unchecked
+    assert "expect_tx not checked" in left
+
+
+def test_cutlass_mapa_to_cta_0_counts_locally_only_in_a_one_cta_cluster(tmp_path):
+    text = (PTX / "cutlass_ws_gemm.ptx").read_text()
+    for shape, local in (("1, 1, 1", True), ("2, 1, 1", False)):
+        f = tmp_path / f"k{shape[0]}.ptx"
+        f.write_text(text.replace(".maxntid 384, 1, 1", f".maxntid 384, 1, 1\n.reqnctapercluster {shape}", 1))
+        (k,) = worksheet([f]).kernels
+        empty = {b.name: b for b in k.barriers}[CUTLASS_EMPTY]
+        kinds = {a.kind for a in empty.arrivers}
+        if local:  # declared: evidence that CTA 0 is this CTA
+            assert kinds == {"arrive"} and k.flags == ()
+            (note,) = [n for n in k.notes if n.aspect == "handoff.cluster"]
+            assert note.basis is Basis.EVIDENCE
+        else:  # two CTAs send their releases to CTA 0: not counted, and said so
+            assert kinds == {"remote arrive"} and not [x for x in k.flags if x.code == 2]
+            # and CTA 1 may arrive on CTA 0's barriers before CTA 0 has initialized them
+            assert [(x.code, x.basis) for x in k.flags] == [(9, Basis.EVIDENCE)]
+            assert any("mapa on CTA 0" in u and "counts not checked" in u for u in k.unchecked)
+
+
+def test_cutlass_count_bug_is_flagged_with_its_cause():
+    (f,) = _sheet("cutlass_ws_gemm_count.ptx").flags
+    assert (f.code, f.name, f.basis) == (2, "init-count", Basis.EVIDENCE)
+    assert f.text.startswith(CUTLASS_EMPTY) and "count 384" in f.text and "256 arrival(s) per phase" in f.text
+    assert "never completes" in f.text and "init with 256" in f.text
+    assert not [x for x in _sheet("cutlass_ws_gemm.ptx").flags if x.code == 2]
+
+
+def test_cutlass_phase_bug_is_flagged_and_the_correct_one_is_not():
+    (f,) = _sheet("cutlass_ws_gemm_phase.ptx").flags
+    assert (f.code, f.name, f.basis) == (7, "phase-deadlock", Basis.EVIDENCE)
+    assert f"producer (warp 0) waits on {CUTLASS_EMPTY} for parity 0 on its first trip (line 338" in f.text
+    # the remainder loop's wait, which runs first when the 4x-unrolled loop is skipped
+    assert f"producer (warp 0) waits on {CUTLASS_EMPTY} for parity 0 on its first trip (line 585" in f.text
+    assert f"consumer (warps 4-11) waits on {CUTLASS_FULL} for parity 0" in f.text
+    # make_producer_start_state(): phase 1, so the correct producer's first lap passes
+    assert not [x for x in _sheet("cutlass_ws_gemm.ptx").flags if x.code == 7]
+
+
+def test_cutlass_init_without_a_cta_barrier_is_flagged_once():
+    (f,) = _sheet("cutlass_ws_gemm_init.ptx").flags
+    assert (f.code, f.name, f.basis) == (1, "init-in-role", Basis.EVIDENCE)
+    assert "sits inside the branch of warp 0, and warps 4-11 wait on it" in f.text
+    assert "(7 more init(s) of it there)" in f.text  # one flag for the 8 inits of the pipeline
+    assert not [x for x in _sheet("cutlass_ws_gemm.ptx").flags if x.code == 1]
+
+
+def test_cutlass_builder_kernel_raises_no_flag_and_says_what_it_did_not_check():
+    k = _sheet("cutlass_builder_gemm.ptx")
+    assert k.flags == ()
+    # the consumers load alpha and beta and stage the epilogue in shared memory: still consumers
+    assert {"producer (warp 0)", "consumer (warps 4-11)", "epilogue (warp 8)"} <= set(_roles(k))
+    # the persistent tile loop keeps its stage indices in registers the sheet does not bound
+    assert any("not decided by the PTX" in u for u in k.unchecked)
+
+
+def test_cutlass_cubins_hold_the_same_kernels():
+    for name in ("cutlass_ws_gemm", "cutlass_ws_gemm_count", "cutlass_ws_gemm_phase", "cutlass_ws_gemm_init",
+                 "cutlass_builder_gemm"):
+        p = wsperf("inspect", CUBINS / f"{name}.sm_90a.cubin", "--format", "json")
+        assert p.returncode == 0, p.stderr
+        (k,) = json.loads(p.stdout)["kernels"]
+        assert k["families"]["tensor"] == "wgmma" and "tma" in k["families"]["copies"]
+        assert k["warp_specialized"] is True
