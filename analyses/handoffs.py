@@ -720,7 +720,9 @@ def toolchain_protocol(all_sheets: list[GeneratedSheet]) -> Callable[[SanitizerF
     kernel's PTX, nothing but the partition table the worksheet read (Triton's and Gluon's
     warp_specialize: the default warps store each worker warp's partition before
     `barrier.sync 1`, each worker reads its byte after it) is the compiler's own dispatch,
-    not a handoff the user wrote. Measured: every correct Triton/Gluon warp-specialized
+    not a handoff the user wrote; so is one whose one side is only table accesses and whose
+    other side's line holds a table access too (Triton attributes the table's stores and the
+    ring's copies to the kernel's `def` line alike). Measured: every correct Triton/Gluon warp-specialized
     kernel racecheck saw on the H200 had such records. Hazards that touch any other
     shared access (a stage of the ring) stay errors; None without sheets with a table."""
     tabled = [g for g in all_sheets if g.sheet.dispatch_table]
@@ -743,7 +745,12 @@ def toolchain_protocol(all_sheets: list[GeneratedSheet]) -> Callable[[SanitizerF
             table = set(g.sheet.dispatch_table)
             a = _side_hits(g, lines, span, f.source_file, f.source_line, f.access)
             b = _side_hits(g, lines, span, f.other_source_file, f.other_source_line, f.other_access)
-            if a and b and set(a) <= table and set(b) <= table:
+            # A hazard is two accesses of one address. When one side's line holds only table
+            # accesses, that address is in the table, so the other side's access is the table
+            # access its line holds (its line's other accesses, the stage copies Triton
+            # attributes to the kernel's `def`, cannot be on it).
+            if a and b and (set(a) <= table or set(b) <= table) and table & set(a) and table & set(b):
+                a, b = [x for x in a if x in table], [x for x in b if x in table]
                 sides = sorted({f"{_name(f.source_file)}:{f.source_line}", f"{_name(f.other_source_file)}:"
                                 f"{f.other_source_line}"})
                 between = f"between {sides[0]} and {sides[1]}" if len(sides) > 1 else f"at {sides[0]} (both sides)"

@@ -426,6 +426,20 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
         for a in b.arrivers:
             if a.kind.removeprefix("remote ") in ("arrive.expect_tx", "complete_tx"):
                 by_role.setdefault(a.site.role, ([], []))[a.kind.endswith("complete_tx")].append(a)
+        if by_role and not any(e for e, _ in by_role.values()) and b.inits and not any(
+                "expect_tx" in a.kind for a in b.arrivers):
+            # copies complete bytes on a barrier no expect_tx ever announces them to: each
+            # phase completes on its arrivals alone, and the bytes land in the next one, whose
+            # tx-count goes below zero (measured on the H200: -8192 pending after two copies
+            # of 4096, fixtures/evidence/bulk_missing_tx)
+            copies = [a for _, c in by_role.values() for a in c]
+            lines = ", ".join(sorted({_where(a.site) for a in copies})[:6])
+            out.append(Flag(8, FLAG_NAMES[8], f"{b.name}: copies complete their bytes on it ({lines}) but nothing "
+                            "announces them (no mbarrier.expect_tx / arrive.expect_tx on this barrier): a phase "
+                            "completes on its arrivals before the data lands, and the bytes then count against the "
+                            "next phase, which never completes (deadlock); arrive with expect_tx of the copies' bytes",
+                            Basis.EVIDENCE, copies[0].site.line))
+            continue
         for role, (expects, copies) in by_role.items():
             if not expects or not copies:
                 continue
@@ -434,7 +448,7 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
             for side, sites in enumerate((expects, copies)):
                 for a in sites:
                     i = k.stmt_of(a.site)
-                    if i is None or k.threads(i) is None:
+                    if i is None or k.threads(i) is None or not isinstance(a.site.threads, int):
                         amounts[side].append(None)
                         continue
                     s = stmts[i]
@@ -456,6 +470,20 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
                     f = k.value(op) if op else None
                     v = f(0) if f else None
                     amounts[side].append(v if v is not None else ("reg", op.strip()) if op else None)
+            # Each thread that runs a site issues its own copy or expect_tx: Triton's sm_90 loader
+            # partition elects one lane in each of two warps, each copying its half of a block
+            # (fixtures/src/triton_tma: right on the H200). A site's thread count can be too high
+            # where an elected lane's predicate is combined with one the sheet does not decide,
+            # so a phase is flagged only when the bytes differ under both readings: per thread
+            # and per site.
+            threads = [[a.site.threads for a in expects], [a.site.threads for a in copies]]
+            if any(t != 1 for side in threads for t in side):
+                if any(not isinstance(x, int) for x in amounts[0] + amounts[1]):
+                    unknown += 1
+                    continue
+                per_thread = [sum(x * t for x, t in zip(amounts[side], threads[side])) for side in (0, 1)]
+                if per_thread[0] == per_thread[1]:
+                    continue
             if any(x is None for x in amounts[0] + amounts[1]):
                 unknown += 1
                 continue

@@ -490,7 +490,8 @@ def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
                 if under and not any(is_error(f) for f in outputs[-1][1].findings):
                     # the tool found nothing, yet the repro's own check failed under it
                     wrong.append(tool)
-                    st.runs[-1].note = f"the repro ended with exit {done.exit_code} under the tool"
+                    st.runs[-1] = dataclasses.replace(st.runs[-1], note=f"the repro ended with exit {done.exit_code} "
+                                                                        "under the tool")
                     st.flush()
             except InputError as e:
                 st.problems.append(f"compute-sanitizer --tool {tool}: {e}")

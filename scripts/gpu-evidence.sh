@@ -79,6 +79,13 @@ run triton_ws_race 3 --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py w
 # The same at 4 stages answers right: racecheck's records on Triton's partition table are the
 # compiler's dispatch protocol, a caveat; and a correct Gluon warp-specialized kernel, profiled.
 run triton_ws4 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py ws --stages 4 --n 1024
+# Triton 3.6's own sm_90 warp_specialize with BK = 128 copies each block as two boxes, one
+# elected lane in each of two warps (fixtures/src/triton_tma/README.md); BK = 64, one box.
+# Both answer right.
+run triton_split 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_tma/triton_ws_tma.py --run triton_ws_sm90_split \
+    --timeout 300 --n 1024
+run triton_split_ok 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_tma/triton_ws_tma.py \
+    --run triton_ws_sm90_desc --n 1024
 run gluon_ws_rowsum 0 --timeout 300 -- python3 fixtures/src/gluon_ws_rowsum.py
 # Its planted deadlocks: a hang in JIT code, mapped with the cubins Triton's cache kept.
 run gluon_count2 4 --timeout 40 -- python3 fixtures/src/gluon_ws_rowsum.py --bug count2
@@ -94,8 +101,12 @@ run torch_gluon_kernel 0 --kernel gluon_ws_rowsum --timeout 300 -- python3 fixtu
 run triton_plain_desc 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_ws_matmul.py plain --n 1024
 # A torch extension built at run time (load_inline) next to cuBLAS and cuDNN: scoped to its
 # kernel by default; the same extension with a planted shared-memory race still stops.
-run torch_ext 0 --timeout 300 -- python3 fixtures/src/torch_ext_mix.py
-run torch_ext_race 3 --timeout 300 -- python3 fixtures/src/torch_ext_mix.py --bug race
+# initcheck, scoped to the extension's kernel in this program, did not finish in 500 s on the
+# H200 (the other three tools took 6-7 s): it runs alone, as its own row.
+run torch_ext 0 --tools memcheck,racecheck,synccheck --timeout 300 -- python3 fixtures/src/torch_ext_mix.py
+run torch_ext_race 3 --tools memcheck,racecheck,synccheck --timeout 300 -- python3 fixtures/src/torch_ext_mix.py \
+    --bug race
+run torch_ext_initcheck 0 --tools initcheck --no-profile --timeout 60 -- python3 fixtures/src/torch_ext_mix.py
 run torch_vendor 0 --all-kernels --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
 run torch_vendor4096 0 --all-kernels --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py --n 4096
 run torch_filter 0 --kernel scale_rows --tools initcheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
