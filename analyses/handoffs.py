@@ -617,6 +617,10 @@ def live_states(ev: Any, found: list[WaitHandoff | None]) -> tuple[list[Item], l
         if pending and not tx:
             text += (f": {pending} arrival(s) are owed and no bytes are in flight, so only an arrival completes the "
                      f"phase; its arrivers: {', '.join(h.arrivers) or 'none found in the PTX'}")
+        if tx < 0 and not pending:
+            text += (f": every arrival is in, yet the copies delivered {-tx:,} byte(s) more than any expect_tx "
+                     "announced (tx-count below zero), so the phase cannot complete: arrive with expect_tx of the "
+                     "copies' bytes")
         fresh = [decode(r.word) for r in mine if r.block == first]
         if fresh and all(d.phase_parity == 0 and d.pending_arrivals == d.expected and not d.pending_tx for d in fresh):
             text += ("; no phase of it has completed yet, so a wait for parity 1 passes on it at once and a wait for "

@@ -1,0 +1,66 @@
+"""Bundles collected on the H200 by scripts/gpu-evidence.sh for barriers in static shared
+variables, Triton's own sm_90 split copy, and a torch extension's kernel
+(fixtures/evidence/README.md): each classification, read offline from the bundle."""
+
+from __future__ import annotations
+
+import json
+
+from support import ROOT, wsperf
+
+EVIDENCE = ROOT / "fixtures" / "evidence"
+
+
+def _analyze(name: str, code: int) -> dict:
+    done = wsperf("analyze", EVIDENCE / name, "--format", "json")
+    assert done.returncode == code, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_missing_expect_tx_hang_shows_the_bytes_no_expect_tx_announced():
+    # ws_bulk.cu -DWS_BULK_MISSING_TX: each stage's full barrier (init 1) gets the arrival and
+    # then copies' bytes nothing expected; the words were read at 0x2400/0x2408 (smem_layout)
+    doc = _analyze("bulk_missing_tx", 4)
+    first = doc["causes"][0]
+    assert first["basis"] == "evidence" and first["text"].startswith("live state of full")
+    assert "1 of 1 arrival(s) in, 0 pending, -12,288 tx byte(s) outstanding" in first["text"]
+    assert "more than any expect_tx announced" in first["text"]
+    assert any(c["basis"] == "evidence" and "nothing announces them" in c["text"] for c in doc["causes"])
+
+
+def test_a_collective_in_a_role_hang_shows_the_release_never_made():
+    # ws_bulk.cu -DWS_BULK_COLLECTIVE: the consumers sit in __syncthreads(); no consumer
+    # thread has arrived on empty[] (init 64)
+    doc = _analyze("bulk_collective", 4)
+    first = doc["causes"][0]
+    assert first["basis"] == "evidence" and first["text"].startswith("live state of empty")
+    assert "0 of 64 arrival(s) in, 64 pending" in first["text"]
+
+
+def test_a_cpp_count_deadlock_reads_its_static_barriers():
+    # ws_deadlock.cu: full[] initialized for 64 arrivals, 32 producer lanes arrive
+    doc = _analyze("deadlock_ptx", 4)
+    first = doc["causes"][0]
+    assert first["basis"] == "evidence" and "32 of 64 arrival(s) in, 32 pending" in first["text"]
+    assert any("init with 32" in c["text"] and c["basis"] == "evidence" for c in doc["causes"])
+
+
+def test_triton_split_copy_is_clean():
+    # BK = 128: two elected lanes copy a block's two boxes; right on the H200. Racecheck's
+    # partition-table records (one at the kernel's def line, which also holds the copies)
+    # are the toolchain protocol.
+    for name in ("triton_split", "triton_split_ok"):
+        doc = _analyze(name, 0)
+        assert doc["outcome"] == "clean"
+        assert any(c.startswith("toolchain-protocol") for c in doc["caveats"])
+
+
+def test_a_torch_extension_is_the_repros_own_kernel():
+    m = json.loads((EVIDENCE / "torch_ext" / "bundle.json").read_text())
+    assert m["scope"]["mode"] == "user-kernels" and m["scope"]["kernels"] == ["_Z12block_rowsumPKfPfi"]
+    prof = [r for r in m["runs"] if r["phase"] == "profile"]
+    assert prof and "--kernel-name-base" in prof[0]["argv"]
+    assert _analyze("torch_ext", 0)["outcome"] == "clean"
+    race = _analyze("torch_ext_race", 3)
+    assert race["outcome"] == "correctness"
+    assert any(r.get("tool") == "racecheck" and r.get("errors") for r in race["sanitizer_runs"])
