@@ -122,11 +122,21 @@ def test_the_deadlock_report_leads_with_the_live_state(name, says):
 
 
 def test_a_bundle_without_barrier_reads_keeps_its_causes():
-    # deadlock_ptx: CUDA C++ barriers in static shared variables, no address the PTX gives
-    p = wsperf("analyze", EVIDENCE / "deadlock_ptx", "--format", "json")
+    # deadlock_nolines: collected before static shared barriers had addresses (no
+    # hang/mbarriers.txt); its causes stand on the worksheet
+    assert not (EVIDENCE / "deadlock_nolines" / "hang" / "mbarriers.txt").exists()
+    p = wsperf("analyze", EVIDENCE / "deadlock_nolines", "--format", "json")
     causes = json.loads(p.stdout)["causes"]
     assert p.returncode == 4 and not any(c["text"].startswith("live state") for c in causes)
-    assert causes[0]["basis"] == "evidence" and "init with 32" in causes[0]["text"]
+    assert "init with 32" in causes[0]["text"]
+
+
+def test_static_shared_barriers_are_read_at_a_cpp_hang():
+    # deadlock_ptx, re-collected: full[] (init 64) at 0x2408/0x2410 with the 32 producer lanes in
+    p = wsperf("analyze", EVIDENCE / "deadlock_ptx", "--format", "json")
+    causes = json.loads(p.stdout)["causes"]
+    assert p.returncode == 4 and causes[0]["basis"] == "evidence"
+    assert causes[0]["text"].startswith("live state of full") and "32 of 64 arrival(s) in" in causes[0]["text"]
 
 
 def test_the_live_words_are_in_the_store_for_sql(tmp_path):
@@ -139,3 +149,25 @@ def test_the_live_words_are_in_the_store_for_sql(tmp_path):
     rows = json.loads(p.stdout)
     rows = rows["rows"] if isinstance(rows, dict) else rows
     assert len(rows) == 1 and rows[0]["n"] == 12 and rows[0]["expected"] == 2 and rows[0]["confirmed"] is True
+
+
+def test_a_healthy_ring_read_mid_flight_shows_consistent_states():
+    # fixtures/mbarrier/midflight*.cudagdb.txt: ws_bulk.cu's correct ring, 4 CTAs, read twice
+    # while running (fixtures/src/mbarrier/midflight.sh): full[s] count 1, empty[s] count 64
+    from wsperf.collectors.mbarrier import decode, parse_reads
+
+    design = {"full": 1, "empty": 64}
+    seen = []
+    for k in (1, 2):
+        reads = parse_reads((ROOT / "fixtures" / "mbarrier" / f"midflight{k}.cudagdb.txt").read_text())
+        assert len(reads) == 16 and all(r.word is not None for r in reads)
+        for r in reads:
+            d = decode(r.word)
+            name = r.label.split(":", 1)[1].split("[")[0]
+            assert d.expected == design[name], r
+            assert 0 <= d.pending_arrivals <= d.expected and d.pending_tx in (0, 4096), r
+            seen.append((k, r.label, r.block, d.phase_parity))
+    # the ring moved: both parities occur, and a barrier's parity changed between the reads
+    assert {p for *_, p in seen} == {0, 1}
+    first = {(lab, blk): p for k, lab, blk, p in seen if k == 1}
+    assert any(first[(lab, blk)] != p for k, lab, blk, p in seen if k == 2)
