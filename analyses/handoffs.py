@@ -325,6 +325,7 @@ class Release(StrEnum):
     UNSYNCED = "unsynced-single-lane-release"  # one lane arrives with no warp sync: a real race
     ASYNC_PROXY = "async-proxy-read"  # wgmma/TMA reads waited for before the arrive
     EARLY = "release-before-reads"  # the role arrives, then still reads the stage: a real race
+    UNSURE = "single-lane-release-unsure"  # SASS only: one lane arrives, a NOP where a __syncwarp may have been
 
 
 ACCEPTABLE = (Release.WARP_SYNCED.value,)
@@ -428,6 +429,9 @@ _CHECK = {
     Release.PER_THREAD: "every reader arrives: a remaining hazard is a missing wait or a wrong parity on the "
                         "producer's side",
     Release.ASYNC_PROXY: "the reads are async-proxy (wgmma/TMA): check the wait_group count before the arrive",
+    Release.UNSURE: "rebuild with the PTX embedded (-gencode arch=compute_90a,code=[sm_90a,compute_90a]) or give "
+                    "--source: the PTX says whether bar.warp.sync orders the lanes' reads before the one lane's "
+                    "arrive; or let every thread arrive (count = {n}): the hazards must vanish",
 }
 
 
@@ -631,8 +635,32 @@ def live_states(ev: Any, found: list[WaitHandoff | None]) -> tuple[list[Item], l
 
 def races(ev: Any, corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:
     """The release classes of the code racecheck names in `corr`, from the worksheets of
-    the evidence `ev` (analyses.evidence.Evidence)."""
-    return race_releases(list(ev.sheets), corr)
+    the evidence `ev` (analyses.evidence.Evidence); from the bundle's SASS when no
+    worksheet covers the kernels it names (a binary built without PTX). The SASS classes
+    explain a stop; `--accept-race` never takes them (`accepted_races` reads PTX only)."""
+    found = race_releases(list(ev.sheets), corr)
+    if found:
+        return found
+    kernels = {k for g in corr.groups if g.handoff is Handoff.RACE for k in g.kernels}
+    if not kernels or _sheets_of(list(ev.sheets), kernels):
+        return found
+    from wsperf.analyses.sass_release import sass_releases
+
+    seen: dict[tuple, ReleaseClass] = {}
+    for kind, path in getattr(ev, "generated", ()):
+        if kind != "sass":
+            continue
+        try:
+            with open(path, "rb") as f:
+                text = f.read(64 << 20).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for r in sass_releases(text, kernels):
+            rel = Release(r.release)
+            seen.setdefault((r.function, rel), ReleaseClass(
+                r.function, f"the barrier of SASS {r.offset:#06x}", "the role reading the stage", rel, 0, None,
+                r.evidence, _CHECK[rel].format(n="N")))
+    return tuple(seen.values())
 
 
 def race_releases(all_sheets: list[GeneratedSheet], corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:

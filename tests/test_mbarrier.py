@@ -132,8 +132,9 @@ def test_a_bundle_without_barrier_reads_keeps_its_causes():
 
 
 def test_static_shared_barriers_are_read_at_a_cpp_hang():
-    # deadlock_ptx, re-collected: full[] (init 64) at 0x2408/0x2410 with the 32 producer lanes in
-    p = wsperf("analyze", EVIDENCE / "deadlock_ptx", "--format", "json")
+    # deadlock_ptx_live, deadlock_ptx re-collected: full[] (init 64) at 0x2408/0x2410 with the
+    # 32 producer lanes in
+    p = wsperf("analyze", EVIDENCE / "deadlock_ptx_live", "--format", "json")
     causes = json.loads(p.stdout)["causes"]
     assert p.returncode == 4 and causes[0]["basis"] == "evidence"
     assert causes[0]["text"].startswith("live state of full") and "32 of 64 arrival(s) in" in causes[0]["text"]

@@ -39,7 +39,7 @@ def test_a_collective_in_a_role_hang_shows_the_release_never_made():
 
 def test_a_cpp_count_deadlock_reads_its_static_barriers():
     # ws_deadlock.cu: full[] initialized for 64 arrivals, 32 producer lanes arrive
-    doc = _analyze("deadlock_ptx", 4)
+    doc = _analyze("deadlock_ptx_live", 4)
     first = doc["causes"][0]
     assert first["basis"] == "evidence" and "32 of 64 arrival(s) in, 32 pending" in first["text"]
     assert any("init with 32" in c["text"] and c["basis"] == "evidence" for c in doc["causes"])
@@ -64,3 +64,17 @@ def test_a_torch_extension_is_the_repros_own_kernel():
     race = _analyze("torch_ext_race", 3)
     assert race["outcome"] == "correctness"
     assert any(r.get("tool") == "racecheck" and r.get("errors") for r in race["sanitizer_runs"])
+
+
+def test_a_release_is_classified_from_the_sass_when_no_ptx_exists():
+    # ws_stream.cu built code=sm_90a only: no PTX, no worksheet; the SASS decides. The
+    # __syncwarp() of the warp-synced build is a NOP there (one instance keeps a WARPSYNC),
+    # which the SASS cannot tell from padding: unsure, never unsynced; the build without
+    # it has nothing between its LDS reads and the guarded arrive: unsynced.
+    synced = {r["release"] for r in _analyze("release_warp_synced_sass", 3)["releases"]}
+    assert synced == {"single-lane-release-unsure", "warp-synced-single-lane-release"}
+    unsynced = _analyze("release_unsynced_sass", 3)["releases"]
+    assert {r["release"] for r in unsynced} == {"unsynced-single-lane-release"}
+    assert all("no WARPSYNC, BAR or NOP" in r["evidence"] for r in unsynced)
+    # every reading thread arrives: racecheck finds nothing, nothing to classify
+    assert _analyze("release_per_thread_sass", 0)["outcome"] == "clean"
