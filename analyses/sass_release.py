@@ -54,8 +54,7 @@ def _functions(text: str) -> list[tuple[str, list[tuple[int, str | None, str]]]]
 
 def _named(mangled: str, kernels: set[str]) -> bool:
     """Whether the racecheck kernel names (short names) include this mangled function."""
-    return mangled in kernels or any(re.match(rf"_Z\d*{re.escape(k)}\b|_Z{len(k)}{re.escape(k)}", mangled)
-                                     for k in kernels)
+    return mangled in kernels or any(mangled.startswith(f"_Z{len(k)}{k}") for k in kernels)
 
 
 def sass_releases(text: str, kernels: set[str]) -> list[SassRelease]:
