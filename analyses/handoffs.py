@@ -655,7 +655,7 @@ def races(ev: Any, corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:
                 text = f.read(64 << 20).decode("utf-8", "replace")
         except OSError:
             continue
-        for r in sass_releases(text, kernels):
+        for r in sass_releases(text, lambda f: f in kernels or _demangled_in(f, kernels)):
             rel = Release(r.release)
             seen.setdefault((r.function, rel), ReleaseClass(
                 r.function, f"the barrier of SASS {r.offset:#06x}", "the role reading the stage", rel, 0, None,

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
-_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$", re.M)
-_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 _READ = re.compile(r"^(LDS|LDSM|HGMMA)\b")
 _SYNC = re.compile(r"^(WARPSYNC|BAR\.(SYNC|ARV|RED))\b")
 
@@ -42,28 +41,21 @@ class SassRelease:
     evidence: str
 
 
-def _functions(text: str) -> list[tuple[str, list[tuple[int, str | None, str]]]]:
-    parts = _FUNCTION.split(text)
-    out = []
-    for name, body in zip(parts[1::2], parts[2::2]):
-        insns = [(int(m.group(1), 16), m.group(2), m.group(3)) for line in body.splitlines()
-                 if (m := _INSN.match(line))]
-        out.append((name, insns))
-    return out
-
-
-def _named(mangled: str, kernels: set[str]) -> bool:
-    """Whether the racecheck kernel names (short names) include this mangled function."""
-    return mangled in kernels or any(mangled.startswith(f"_Z{len(k)}{k}") for k in kernels)
-
-
-def sass_releases(text: str, kernels: set[str]) -> list[SassRelease]:
+def sass_releases(text: str, named: Callable[[str], bool]) -> list[SassRelease]:
     """The release class of each one-thread arrive after a wait and stage reads, in the
-    functions of the `cuobjdump -sass` listing `text` that racecheck named."""
+    functions of the `cuobjdump -sass` listing `text` that racecheck named (`named`, on
+    the mangled name: the same match the PTX worksheets get)."""
+    from wsperf.collectors.cudagdb import CudaGdbOutputError, parse_cuobjdump_sass
+
+    try:
+        listing = parse_cuobjdump_sass(text)
+    except CudaGdbOutputError:
+        return []
     out: list[SassRelease] = []
-    for name, insns in _functions(text):
-        if not _named(name, kernels):
+    for name, by_offset in listing.items():
+        if not named(name):
             continue
+        insns = [(i.offset, i.guard, i.opcode) for _, i in sorted(by_offset.items())]
         waited = False
         reads_at: int | None = None  # index of the last stage read since the wait
         for i, (off, guard, op) in enumerate(insns):

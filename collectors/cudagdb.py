@@ -429,7 +429,8 @@ class _Collected:
 # ---------------------------------------------------------------------------------------
 # cuobjdump -sass
 
-_FUNCTION = re.compile(r"^\s*Function : (\S+)\s*$")
+# a function header of `cuobjdump -sass` (multiline: `findall` over a whole listing names them all)
+SASS_FUNCTION = re.compile(r"^\s*Function : (\S+)\s*$", re.M)
 _SASS = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(@!?U?P(?:T|\d))?\s*([A-Z][A-Z0-9_.]*)\s*([^;]*?)\s*;?\s*(?:/\*.*\*/)?\s*$")
 
 
@@ -443,7 +444,7 @@ def parse_cuobjdump_sass(text: str, *, source: str = "<text>") -> dict[str, dict
     functions: dict[str, dict[int, SassInstr]] = {}
     current: dict[int, SassInstr] | None = None
     for line in text.splitlines():
-        if m := _FUNCTION.match(line):
+        if m := SASS_FUNCTION.match(line):
             current = functions.setdefault(m.group(1), {})
         elif current is not None and (m := _SASS.match(line)):
             off, guard, opcode, operands = m.groups()

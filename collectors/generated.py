@@ -67,17 +67,26 @@ def keep_binary_code(st: Any, exe: str, cuobjdump: str | None) -> None:
     if cuobjdump is None or not is_elf(exe) or not (st.target.get("sass") or st.target.get("ptx")):
         return  # the target check's listing found no CUDA code in it (a Python interpreter, say)
     name = Path(exe).name
-    outputs = {}
-    for flag, kind in (("-ptx", "ptx"), ("-sass", "sass")):
-        rel = f"{GENERATED}/{name}.{kind}"
-        done = run_bounded([cuobjdump, flag, exe], timeout=_TOOL_S, stdout_file=st.root / rel)
-        out = {f"{kind}:{name}": rel} if done.exit_code == 0 and _holds(st.root / rel, kind) else {}
-        st.record("generated", "cuobjdump", done, f"{GENERATED}/cuobjdump{flag}", outputs=out, stdout_at=rel)
-        outputs.update(out)
+    outputs = _listings(st, cuobjdump, exe, f"{GENERATED}/{name}", name, f"{GENERATED}/cuobjdump")
     if "sass:" + name in outputs and "ptx:" + name not in outputs:
         st.warnings.append(f"{exe} embeds no PTX (built with code=sm_XXa only?): the handoff worksheet needs the "
                            "kernel's PTX or source: give it with --source FILE (.cu or .ptx)")
     st.generated.update(outputs)
+
+
+def _listings(st: Any, cuobjdump: str, binary: str, stem: str, name: str, run_name: str,
+              note: str = "") -> dict[str, str]:
+    """`cuobjdump -ptx` and `-sass` of `binary` into `stem`.ptx / .sass (bundle-relative),
+    one recorded run each (`run_name` + the flag); the outputs (`ptx:<name>`,
+    `sass:<name>`) of those that hold code."""
+    outputs = {}
+    for flag, kind in (("-ptx", "ptx"), ("-sass", "sass")):
+        rel = f"{stem}.{kind}"
+        done = run_bounded([cuobjdump, flag, binary], timeout=_TOOL_S, stdout_file=st.root / rel)
+        out = {f"{kind}:{name}": rel} if done.exit_code == 0 and _holds(st.root / rel, kind) else {}
+        st.record("generated", "cuobjdump", done, f"{run_name}{flag}", outputs=out, stdout_at=rel, note=note)
+        outputs.update(out)
+    return outputs
 
 
 def keep_sources(st: Any, sources: tuple[str, ...], arch: str = DEFAULT_CU_ARCH) -> None:
@@ -161,14 +170,9 @@ def keep_torch_extensions(st: Any, build_dir: Path, cuobjdump: str | None) -> No
     libs = [so for so in sorted(build_dir.rglob("*.so")) if so.is_file() and not so.is_symlink() and is_elf(str(so))]
     for so in libs[:_MAX_EXTENSIONS]:
         name = so.parent.name if so.stem == so.parent.name else f"{so.parent.name}-{so.stem}"
-        for flag, kind in (("-ptx", "ptx"), ("-sass", "sass")):
-            rel = f"{TORCH_EXT_LISTINGS}/{name}.{kind}"
-            (st.root / rel).parent.mkdir(parents=True, exist_ok=True)
-            done = run_bounded([cuobjdump, flag, str(so)], timeout=_TOOL_S, stdout_file=st.root / rel)
-            out = {f"{kind}:torch_ext/{name}": rel} if done.exit_code == 0 and _holds(st.root / rel, kind) else {}
-            st.record("generated", "cuobjdump", done, f"{TORCH_EXT_LISTINGS}/cuobjdump-{name}{flag}", outputs=out,
-                      stdout_at=rel, note=f"the torch extension {so}")
-            outputs.update(out)
+        (st.root / TORCH_EXT_LISTINGS).mkdir(parents=True, exist_ok=True)
+        outputs.update(_listings(st, cuobjdump, str(so), f"{TORCH_EXT_LISTINGS}/{name}", f"torch_ext/{name}",
+                                 f"{TORCH_EXT_LISTINGS}/cuobjdump-{name}", note=f"the torch extension {so}"))
     if len(libs) > _MAX_EXTENSIONS:
         st.warnings.append(f"{len(libs)} torch extensions under {build_dir}: the first {_MAX_EXTENSIONS} are listed")
     st.generated.update(outputs)

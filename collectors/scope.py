@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from wsperf.collectors.cudagdb import SASS_FUNCTION
 from wsperf.collectors.sanitizer import Handoff, SanitizerFinding, is_error
 
 # (library, pattern on the demangled or mangled name); first match wins.
@@ -118,7 +119,6 @@ def _targets(pattern: str | None, name: str | None) -> bool:
 # A name compute-sanitizer's `kne=` (the full mangled name) and ncu's `regex:` can take
 # as it is: no ',' (the filter's separator) and nothing a regular expression reads.
 _PLAIN_NAME = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
-_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$", re.M)  # a kernel in `cuobjdump -sass`
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([^\s(]+)", re.M)
 # At most this many kernels are named one by one; a repro that compiled more is checked whole.
 MAX_SCOPED_KERNELS = 64
@@ -202,7 +202,7 @@ def jit_kernels(root: Path, generated: dict[str, str]) -> tuple[tuple[str, ...],
     names: set[str] = set()
     odd: set[str] = set()
     # listings whose kernels a pattern names: (key prefix, pattern, bytes read at most)
-    listings = (("sass:torch_ext/", _FUNCTION, 256 << 20), ("ptx:cute/", _ENTRY, 64 << 20))
+    listings = (("sass:torch_ext/", SASS_FUNCTION, 256 << 20), ("ptx:cute/", _ENTRY, 64 << 20))
     for key, rel in generated.items():
         listing = next((x for x in listings if key.startswith(x[0])), None)
         if listing is not None:
