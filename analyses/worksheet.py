@@ -477,13 +477,15 @@ def _ring(k: _Kernel, op: str, inits: dict[str, set[int]]) -> tuple[str, frozens
     """(symbol, offsets) of the ring an address steps through: its base is symbol + C and
     a loop steps it by `step` bytes (`_Kernel.ring_base`), C is an initialized barrier, and
     the ring is the barriers initialized at C, C+step, C+2*step, ... up to the first gap
-    (the stage count the inits give)."""
+    (the stage count the inits give), or up to the largest offset the stage index can take
+    where the PTX bounds it (`_Kernel.ring_span`)."""
     base = k.ring_base(op)
     if base is None or base[1] not in inits.get(base[0], ()):
         return None
     sym, c, step = base
+    span = k.ring_span(op)
     run = [c]
-    while run[-1] + step in inits[sym]:
+    while run[-1] + step in inits[sym] and (span is None or run[-1] + step - c <= span):
         run.append(run[-1] + step)
     return sym, frozenset(run)
 

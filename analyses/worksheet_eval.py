@@ -546,6 +546,62 @@ class _Kernel:
         step = steps.pop() if steps else 8  # an index added to the base: one barrier (8 bytes) a stage
         return (base[0], base[1], step) if step > 0 and step % 8 == 0 else None
 
+    def ring_span(self, op: str) -> int | None:
+        """The largest byte offset the stage index of `op` (a `ring_base` address) can add to
+        its base, when the PTX bounds it: `(i & 1) << 3` is at most 8, `(i % 4) * 8` at most
+        24. Two barrier arrays of the same stride can lie back to back (Gluon's 2-stage
+        `out_ready` then `out_empty`); the bound keeps a ring from running into the next
+        array. None when an index is not bounded (a pointer stepped each trip)."""
+        spans: list[int | None] = []
+        if self._ring_base(op, 0, frozenset(), set(), None, spans) is None or not spans or None in spans:
+            return None
+        return max(s for s in spans if s is not None)
+
+    def index_max(self, op: str, depth: int = 0) -> int | None:
+        """An upper bound on a non-negative index register computed from a loop counter:
+        `and` with a constant mask, `rem` by a constant, shifts and products by constants,
+        sums, `selp` and moves of such. None when nothing bounds it."""
+        op = op.strip()
+        if re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", op):
+            return int(op, 0)
+        defs = self.defs.get(op)
+        if not defs or depth > 24:
+            return None
+        out = 0
+        for d in defs:
+            base, ops = d.opcode.split(".")[0], [x.strip() for x in d.operands[1:]]
+            const = [int(x, 0) for x in ops if re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", x)]
+            unsigned = ".u" in d.opcode or ".b" in d.opcode
+            if base == "and" and len(ops) == 2 and const and const[0] >= 0:
+                m = const[0]
+            elif base == "rem" and len(ops) == 2 and ops[1] in [str(c) for c in const] and const[-1] > 0 \
+                    and (unsigned or self.index_max(ops[0], depth + 1) is not None):
+                m = const[-1] - 1
+            elif base in ("shl", "mul") and len(ops) == 2 and re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", ops[1]):
+                x = self.index_max(ops[0], depth + 1)
+                if x is None:
+                    return None
+                m = x << const[0] if base == "shl" else x * const[0]
+            elif base == "add" and len(ops) == 2:
+                xs = [self.index_max(x, depth + 1) for x in ops]
+                if None in xs:
+                    return None
+                m = xs[0] + xs[1]  # type: ignore[operator]
+            elif base == "selp" and len(ops) == 3:
+                xs = [self.index_max(x, depth + 1) for x in ops[:2]]
+                if None in xs:
+                    return None
+                m = max(xs)  # type: ignore[type-var]
+            elif base in ("mov", "cvt") and len(ops) == 1:
+                x = self.index_max(ops[0], depth + 1)
+                if x is None:
+                    return None
+                m = x
+            else:
+                return None
+            out = max(out, m)
+        return out
+
     def initial_offset(self, op: str, i: int) -> tuple[str, int] | None:
         """(symbol, C) that `op` holds at statement i when it is a pointer a loop steps
         (`ring_base`) but statement i runs before any step can have happened: no block that
@@ -580,13 +636,13 @@ class _Kernel:
         return True
 
     def _ring_base(self, op: str, depth: int, busy: frozenset, steps: set[int],
-                   updates: list[int] | None = None) -> tuple[str, int] | None:
+                   updates: list[int] | None = None, spans: list[int | None] | None = None) -> tuple[str, int] | None:
         op = op.strip()
         if op.startswith("[") and op.endswith("]"):
             op = op[1:-1].strip()
         m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
         if m:
-            r = self._ring_base(m.group(1), depth + 1, busy, steps, updates)
+            r = self._ring_base(m.group(1), depth + 1, busy, steps, updates, spans)
             return None if r is None else (r[0], r[1] + int(m.group(2)))
         if op not in self.defs:
             v = self.vals(op)
@@ -599,23 +655,27 @@ class _Kernel:
             consts = [x for x in ops if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", x)]
             if base == "add" and len(ops) == 2 and op in ops and len(consts) == 1:
                 steps.add(int(consts[0], 0))  # the loop's own step
+                if spans is not None:
+                    spans.append(None)  # a stepped pointer: no bound read from its index
                 if updates is not None:
                     updates.append(self.index[id(d)])
                 continue
             r = None
             if base in ("mov", "cvt", "cvta") and len(ops) == 1:
-                r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates)
+                r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates, spans)
             elif base == "add" and len(ops) == 2 and len(consts) == 1:
                 other = ops[0] if ops[1] in consts else ops[1]
-                r = self._ring_base(other, depth + 1, busy | {op}, steps, updates)
+                r = self._ring_base(other, depth + 1, busy | {op}, steps, updates, spans)
                 r = None if r is None else (r[0], r[1] + int(consts[0], 0))
             elif base == "add" and len(ops) == 2 and not consts:
-                rs = [self._ring_base(x, depth + 1, busy | {op}, steps, updates) for x in ops]
+                rs = [self._ring_base(x, depth + 1, busy | {op}, steps, updates, spans) for x in ops]
                 if (rs[0] is None) != (rs[1] is None):  # a base plus an index computed in the loop
                     index = ops[1] if rs[1] is None else ops[0]
                     r = (rs[0] or rs[1]) if self._computed(index) else None
+                    if r is not None and spans is not None:
+                        spans.append(self.index_max(index))
             elif base == "mad" and len(ops) == 3 and len(consts) == 1 and ops[1] in consts:
-                r = self._ring_base(ops[2], depth + 1, busy | {op}, steps, updates)  # the wrap: minus i/STAGES * ring
+                r = self._ring_base(ops[2], depth + 1, busy | {op}, steps, updates, spans)  # the wrap: minus i/STAGES * ring
             if r is None:
                 return None
             found.add(r)

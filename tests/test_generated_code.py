@@ -26,7 +26,7 @@ CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx"
            "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "cute_ws_ring.ptx", "cute_ws_ring_cluster.ptx", "cute_ws_gemm.ptx",
            "cute_ws_gemm_cluster.ptx", "triton_ws_sm100.ptx", "triton_ws_sm100_kloop.ptx",
            "triton_ws_sm90_desc.ptx", "triton_ws_sm90_split.ptx", "cutlass_ws_gemm.ptx", "cutlass_builder_gemm.ptx",
-           "ws_bulk.ptx"]
+           "ws_bulk.ptx", "gluon_ws_3part.ptx", "gluon_ws_3part_s4_4.ptx", "gluon_ws_3part_slow_store.ptx"]
 
 
 def _sheet(name: str):
@@ -124,6 +124,22 @@ def test_triton_sm90_stage_rings_resolve():
     assert not any("counts not checked" in n.text for n in k.notes)
     empties = [b for b in k.barriers if {c for _, c in b.inits} == {128}]
     assert empties and all(w.site.role == "producer (warps 0-3)" for b in empties for w in b.waiters)
+
+
+@pytest.mark.parametrize("name, stages, ostages", [("gluon_ws_3part.ptx", 3, 2), ("gluon_ws_3part_s4_4.ptx", 4, 4)])
+def test_back_to_back_barrier_arrays_are_separate_rings(name, stages, ostages):
+    """fixtures/src/gluon_ws_3part.py: four barrier arrays of one 8-byte stride. Gluon lays
+    out_ready[] and out_empty[] (and at 4 stages in_ready[] and in_empty[]) back to back, and
+    addresses a stage as base + ((i % n) << 3). The ring ends where the index can reach, not
+    at the next array's first barrier: read as one ring of 4 (or 8), the compute and store
+    warps' arrivals summed to 2 on barriers initialized with 1, a false init-count flag."""
+    k = _sheet(name)
+    assert k.flags == () and k.unchecked == ()
+    rings = sorted(len(b.slots) for b in k.barriers)
+    assert rings == sorted([stages, stages, ostages, ostages]), [(b.name, b.slots) for b in k.barriers]
+    for b in k.barriers:
+        assert {c for _, c in b.inits} == {1} and sum(phase_arrivals(b).values()) == 1, (b.name, b.arrivers)
+    assert _roles(k) == ["consumer (warps 0-3)", "idle (warps 4-5)", "producer (warp 6)", "epilogue (warp 7)"]
 
 
 def test_a_stage_index_read_from_memory_is_not_taken_as_a_ring():
