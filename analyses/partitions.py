@@ -26,13 +26,17 @@ nothing (idle). Its register budget is the first `USETMAXREG` on its own path.
 What the SASS cannot decide is said, not guessed (`Partitions.basis`): the CTA's warp
 count is not in the SASS (a profile's launch gives it; otherwise the last partition's warps
 are open-ended, "4+"), a warp table's values are taken as its first stores, and a `BRX`
-jump table lives in a constant bank the SASS text does not hold: its targets are taken as
-the blocks nothing else branches to, in address order.
+jump table lives in a constant bank the SASS text does not hold. Where the cubin is at hand
+(a `.cubin` given to `inspect`, a report's embedded cubins) the loader appends the kernel's
+bank 2 to the `BRX` (`cubin.jump_tables`) and its entries are the targets, in table order;
+otherwise the targets are taken as the blocks nothing else branches to, in address order
+(Triton's table is not in address order: that reading swapped its loader and idle warps).
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field
 
 LANES = 32
@@ -66,21 +70,29 @@ class _Op:
     guard: str | None
     op: str
     args: tuple[str, ...]
+    targets: tuple[int, ...] | None = None  # a BRX's jump table, read from the cubin (`cubin.jump_tables`)
 
     @property
     def base(self) -> str:
         return self.op.split(".")[0]
 
 
+_BANK2 = re.compile(r'\s*\(\*"c\[0x2\] ([0-9a-fA-Fx,]*)"\*\)\s*$')
+
+
 def _parse(pc: int, text: str) -> _Op:
     t = (text or "").strip().rstrip(";").strip()
+    targets = None
+    if "(*" in t and (m := _BANK2.search(t)):
+        targets = tuple(int(x, 16) for x in m.group(1).split(",") if x)
+        t = t[:m.start()].rstrip(" ;")
     guard = None
     if t.startswith("@"):  # ncu pads the guard with spaces, nvdisasm with one
         guard, _, t = t.partition(" ")
         guard, t = guard[1:], t.strip()
     op, _, rest = t.partition(" ")
     args = tuple(a.strip().replace(".reuse", "") for a in rest.split(",")) if rest.strip() else ()
-    return _Op(pc, guard, op, args)
+    return _Op(pc, guard, op, args, targets)
 
 
 @dataclass
@@ -359,6 +371,12 @@ class _Walk:
         succ = self.succ[b]
         if last.base == "BRX":
             idx = st.get("jt:" + (last.args[0].split()[0] if last.args else ""))
+            if last.targets is not None:  # the table itself, from the cubin's constant bank
+                table = [t for t in last.targets if t in self.ops]
+                if idx is not None and all(v == idx[0] for v in idx):
+                    t = last.targets[idx[0]] if idx[0] < len(last.targets) else None
+                    return [t] if t in self.ops else []
+                return table
             if idx is not None and all(v == idx[0] for v in idx):
                 return [self.brx[idx[0]]] if idx[0] < len(self.brx) else []  # past the targets: the exit entry
             return list(self.brx)
@@ -403,6 +421,17 @@ def _table(ops: list[_Op]) -> dict[int, int]:
             if v is not None and op.guard is None:
                 consts[a[0]] = v
                 continue
+        if op.base == "HFMA2" and len(a) == 5 and a[1] in ("RZ", "-RZ") and a[2] in ("RZ", "-RZ") \
+                and op.guard is None:
+            # -0 * 0 + (a, b): ptxas's way to put a constant whose halves are fp16 immediates
+            # (0x02020202 is `HFMA2 R6, -RZ, RZ, 3.06e-05, 3.06e-05`); the first is the low half
+            try:
+                lo, hi = (struct.unpack("<H", struct.pack("<e", float(x)))[0] for x in a[3:5])
+            except (ValueError, OverflowError, struct.error):
+                lo = hi = None
+            if lo is not None and hi is not None:
+                consts[a[0]] = lo | (hi << 16)
+                continue
         if op.base == "MOV" and len(a) == 2 and _imm(a[1]) is not None and op.guard is None:
             consts[a[0]] = _imm(a[1])
             continue
@@ -440,7 +469,7 @@ def recover(instrs: list, blocks: dict, warps: int | None = None) -> Partitions 
             out.append(nxt[s])  # a guarded exit falls through
         succ[s] = out
     assumptions: list[str] = []
-    has_brx = any(o[-1].base == "BRX" for o in ops.values())
+    has_brx = any(o[-1].base == "BRX" and o[-1].targets is None for o in ops.values())
     preds = {t for v in succ.values() for t in v}
     brx = []
     if has_brx:

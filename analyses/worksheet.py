@@ -161,7 +161,8 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
                     and (not stmts[i].operands or k.shared_at(stmts[i].operands[-1]) not in tmem_slots) for i in idx))
         kind = "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
-            "tensor-memory owner" if any(o.startswith("tcgen05.alloc") for o in ops) else \
+            "tensor-memory owner" if any(o.startswith(("tcgen05.alloc", "tcgen05.dealloc", "tcgen05.relinquish"))
+                                         for o in ops) else \
             "idle" if all(_IDLE.match(o) for o in ops) else "other"
         # a warpgroup's branch that only sets its register budget before its one warp's role
         # (CUTLASS's producer warpgroup: warp 0 loads, warps 1-3 wait): the others are idle
@@ -191,7 +192,9 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
                               "does no copies or math", Basis.EVIDENCE))
     full = sorted(ln for ln, f in k.elect.items() if f)
     if full:
-        roles.append(Item("roles", f"elect.sync with membermask 0xffffffff (line(s) {', '.join(map(str, full[:6]))}): "
+        more = f" and {len(full) - 6} more" if len(full) > 6 else ""
+        roles.append(Item("roles", f"elect.sync with membermask 0xffffffff (line(s) {', '.join(map(str, full[:6]))}"
+                          f"{more}): "
                           "exactly one lane of each warp runs what it guards (counted as lane 0)", Basis.EVIDENCE))
     part = sorted(ln for ln, f in k.elect.items() if not f)
     if part:
@@ -219,7 +222,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         for i in lst:
             st = site(i)
             storage.append(Item("storage", f"tensor memory: {name} (line {st.line}, {st.role}"
-                                f"{', columns ' + stmts[i].operands[-1] if name != 'tcgen05.relinquish_alloc_permit' else ''})",
+                                f"{', columns ' + _shown(k, stmts[i].operands[-1]) if name != 'tcgen05.relinquish_alloc_permit' else ''})",
                                 Basis.EVIDENCE))
     if allocs and not deallocs:
         flags.append(Flag(4, FLAG_NAMES[4], f"tensor memory is allocated (tcgen05.alloc, line {stmts[allocs[0]].line}) "
@@ -267,7 +270,8 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
             ops.append(("wait", i, a[1]))
         elif o.startswith("mbarrier.inval") and a:
             ops.append(("inval", i, a[0]))
-        elif o.startswith(("fence.proxy.async", "fence.mbarrier_init")) or _BAR0.match(o):
+        elif o.startswith(("fence.proxy.async", "fence.mbarrier_init", "tcgen05.fence", "tcgen05.wait")) \
+                or _BAR0.match(o):
             st = site(i)
             who = f"{st.threads} thread(s)" if st.threads is not None else "threads not derived"
             fences.append(Item("handoff.fence", f"line {st.line}: {o} {' '.join(a)} ({st.role}, {who})",
@@ -342,6 +346,10 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             v = early[i] = (at[0], frozenset({at[1]}))
         if v is not None and v[0] is not None and v[1] is not None:
             inits.setdefault(v[0], set()).update(v[1])
+    # where each ring an operation steps through starts: a ring ends before another's start
+    # (only addresses `vals` does not decide: a decided one is a barrier, not a ring's start)
+    bases = {(b[0], b[1]) for kind, i, op in ops if kind != "init" and ((v := k.vals(op)) is None or v[1] is None)
+             and (b := k.ring_base(op)) is not None}
     own: list[int] = []  # lines of a mapa to CTA 0 in a cluster of one CTA: this CTA's own barrier
     shape = k.e.cluster
     for kind, i, op in ops:
@@ -359,7 +367,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
                                     f"{peer[1]}: which CTAs' barriers get its arrivals is not derived from the PTX: "
                                     "counts not checked there", Basis.ASSUMPTION))
         v = early.get(i) or k.vals(op)
-        ring = _ring(k, op, inits) if v is None or v[0] is None or v[1] is None else None
+        ring = _ring(k, op, inits, bases) if v is None or v[0] is None or v[1] is None else None
         # a symbol known but its slot not: the ring only when it is part of the symbol's barriers
         if ring is not None and (v is None or v[0] is None or ring[1] != frozenset(inits.get(ring[0], ()))):
             v = ring
@@ -473,19 +481,22 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     return tuple(b for _, b in sorted(out, key=lambda x: x[0]))
 
 
-def _ring(k: _Kernel, op: str, inits: dict[str, set[int]]) -> tuple[str, frozenset] | None:
+def _ring(k: _Kernel, op: str, inits: dict[str, set[int]],
+          bases: set[tuple[str, int]] | frozenset = frozenset()) -> tuple[str, frozenset] | None:
     """(symbol, offsets) of the ring an address steps through: its base is symbol + C and
     a loop steps it by `step` bytes (`_Kernel.ring_base`), C is an initialized barrier, and
     the ring is the barriers initialized at C, C+step, C+2*step, ... up to the first gap
-    (the stage count the inits give), or up to the largest offset the stage index can take
-    where the PTX bounds it (`_Kernel.ring_span`)."""
+    (the stage count the inits give), before the first barrier another ring starts at, and
+    up to the largest offset the stage index can take where the PTX bounds it
+    (`_Kernel.ring_span`)."""
     base = k.ring_base(op)
     if base is None or base[1] not in inits.get(base[0], ()):
         return None
     sym, c, step = base
     span = k.ring_span(op)
     run = [c]
-    while run[-1] + step in inits[sym] and (span is None or run[-1] + step - c <= span):
+    while run[-1] + step in inits[sym] and (sym, run[-1] + step) not in bases \
+            and (span is None or run[-1] + step - c <= span):
         run.append(run[-1] + step)
     return sym, frozenset(run)
 
@@ -502,6 +513,8 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
                       else None, loop)
     if o.startswith("tcgen05.commit"):
         # .mbarrier::arrive::one: one arrive-on per issuing thread, once its tcgen05 ops complete
+        if ".multicast" in o:
+            return Arrive(st, "tcgen05.commit", _multicast_arrivals(k, i, n), None, loop)
         return Arrive(st, "tcgen05.commit", n, None, loop)
     if o.startswith("cp.async.mbarrier.arrive"):
         return Arrive(st, "cp.async.mbarrier.arrive", n if ".noinc" in o else 0, None, loop)
@@ -512,6 +525,51 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
         c = k.value(s.operands[2])
         count = c(0) if c else None  # type: ignore[assignment]
     return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None, loop)
+
+
+def _multicast_arrivals(k: _Kernel, i: int, n: int | None) -> int | None:
+    """Arrivals a phase of one barrier gets from a `tcgen05.commit ... .multicast::cluster`
+    [bar], ctaMask: it arrives on the barrier at this offset in every CTA of the mask, and
+    every CTA runs this same PTX, so each barrier of the mask gets one arrive-on from each
+    CTA whose mask holds it: with a constant mask, the mask's CTA count per issuing thread
+    (CUTLASS / CuTe / TIRx: the MMA of each CTA of a multicast pair releases `empty` in
+    both). That every CTA of the mask runs the role with the same mask, and that no CTA
+    outside it sends to it, rests on the cluster shape: evidence when .reqnctapercluster
+    gives as many CTAs as the mask names, else an assumption (said in the notes). None when
+    the mask is not a constant."""
+    s = k.stmts[i]
+    c = k.value(s.operands[1]) if len(s.operands) > 1 else None
+    mask = c(0) if c else None
+    if n is None or mask is None or mask <= 0:
+        k.notes.append(Item("handoff.count", f"line {s.line}: multicast tcgen05.commit with a ctaMask the PTX does "
+                            "not decide: how many CTAs arrive on each barrier is not derived, counts not checked "
+                            "there", Basis.ASSUMPTION))
+        return None
+    ctas = bin(mask).count("1")
+    if ".cta_group::2" in s.opcode:
+        # a pair's MMA is issued by its leader CTA alone: its commit is the one arrival each
+        # CTA of the mask gets a phase (the peer's warp issues none)
+        k.notes.append(Item("handoff.cluster", f"line {s.line}: tcgen05.commit.cta_group::2 multicast to ctaMask "
+                            f"{mask:#x}: counted as one arrive-on a phase on each barrier of the mask, from the "
+                            "pair's leader CTA, taken as the only CTA that issues it", Basis.ASSUMPTION))
+        return n
+    shape = k.e.cluster
+    size = shape[0] * shape[1] * shape[2] if shape else None
+    text = (f"multicast tcgen05.commit to ctaMask {mask:#x} ({ctas} CTA(s)): counted as {ctas} arrive-on(s) a "
+            "phase on each barrier of the mask, one from each CTA of it, which runs this same commit"
+            + (f" (the cluster is {size} CTA(s), .reqnctapercluster)" if size == ctas else
+               "; assumes the cluster is the CTAs of the mask (its shape is not in the PTX: a launch attribute)"
+               if size is None else f"; the cluster is {size} CTA(s): the CTAs outside the mask are assumed not "
+               "to send to it"))
+    basis = Basis.EVIDENCE if size == ctas else Basis.ASSUMPTION
+    # one note for all the commits of one mask: `line(s) A, B: ...`
+    for j, x in enumerate(k.notes):
+        if x.aspect == "handoff.cluster" and x.text.endswith(": " + text) and x.text.startswith("line(s) "):
+            k.notes[j] = Item(x.aspect, f"{x.text.split(':')[0]}, {s.line}: {text}", basis)
+            break
+    else:
+        k.notes.append(Item("handoff.cluster", f"line(s) {s.line}: {text}", basis))
+    return n * ctas
 
 
 def _shown(k: _Kernel, op: str) -> str:

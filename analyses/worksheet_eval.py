@@ -312,6 +312,8 @@ class _Kernel:
             res = _union(init) if init else None
             if res is not None and loop:
                 ind = self._induction(op, res, loop, depth) if res[1] is not None else None
+                if ind is None and res[0] is None and res[1] is not None:
+                    ind = self._toggle(op, res[1], loop, depth)
                 res = ind if ind is not None else (res[0], None) if res[0] else None
             if res is None and not loop and len(ds) > 1:
                 for key in set(self._vals) - known:  # values read while `op` was busy: not final
@@ -322,6 +324,16 @@ class _Kernel:
         self._vals[op] = res
         return res
 
+    def _toggle(self, op: str, start: frozenset, loop: list[Stmt], depth: int) -> Val:
+        """The values of an integer a loop updates from itself without stepping it: Triton's
+        phase `p ^= (s + 1 == STAGES)` and its stage kept or replaced by its wrap (`s = pred ?
+        (s + 1 == 2 ? 0 : s + 1) : s`): from its starts, the updates applied with `op` taken as
+        the values found so far, until they give nothing new."""
+        try:
+            return self._fixpoint(op, start, loop, depth)
+        finally:
+            self._vals.pop(op, None)
+
     def _closure(self, op: str, ds: list[Stmt], depth: int) -> Val:
         """The values of a stage index that the loop steps through other registers (nvcc's
         2x-unrolled ring: `s1 = s0 + 1 == 4 ? 0 : s0 + 1; s0 = s1 + 1 == 4 ? 0 : s1 + 1`):
@@ -331,7 +343,12 @@ class _Kernel:
         updates = [d for d in ds if d.opcode.split(".")[0] != "mov"]
         if not starts or not updates or len(starts) + len(updates) != len(ds):
             return None
-        cur = frozenset().union(*(v[1] for v in starts))  # type: ignore[index]
+        return self._fixpoint(op, frozenset().union(*(v[1] for v in starts)), updates, depth)  # type: ignore[index]
+
+    def _fixpoint(self, op: str, cur: frozenset, updates: list[Stmt], depth: int) -> Val:
+        """The values `op` takes from `cur` when `updates` define it from itself: each round
+        evaluates them with `op` assumed to hold the values found so far, until they give
+        nothing new (None when one is not a plain set of integers, or too many)."""
         busy, self._busy = self._busy, {op}
         try:
             for _ in range(_MAX_VALUES):
@@ -371,6 +388,15 @@ class _Kernel:
             if v is None or v[0] is not None or v[1] is None:
                 return None
             return None, frozenset((-x if base == "neg" else ~x) for x in v[1])
+        if base == "mad" and len(ops) == 3 and ".hi" not in s.opcode:
+            # a * b + c with a and b plain integers (Triton's `mad.wide.u16 p, stage, 8, smem`
+            # for a ring of two: the stage a selp of 0 and 1): the products plus c
+            a, b, c = (self.vals(x, depth) for x in ops)
+            if a and b and a[0] is None and b[0] is None and c is not None:
+                prod = _combine(None, a[1], b[1], lambda x, y: x * y)
+                if prod is not None and prod[1] is not None:
+                    return _combine(c[0], prod[1], c[1], lambda x, y: x + y)
+            return None
         if len(ops) != 2:
             return None
         a, b = self.vals(ops[0], depth), self.vals(ops[1], depth)
@@ -676,6 +702,9 @@ class _Kernel:
                         spans.append(self.index_max(index))
             elif base == "mad" and len(ops) == 3 and len(consts) == 1 and ops[1] in consts:
                 r = self._ring_base(ops[2], depth + 1, busy | {op}, steps, updates, spans)  # the wrap: minus i/STAGES * ring
+            elif base == "sub" and len(ops) == 2 and not consts and self._computed(ops[1]):
+                # the wrap written as p - (i / STAGES) * ring (Gluon's ring of two: `shl` of i / 2 by 4)
+                r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates, spans)
             if r is None:
                 return None
             found.add(r)

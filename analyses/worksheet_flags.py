@@ -160,7 +160,18 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
             who = "; ".join(sorted({f"{a.kind} by {a.site.role}, {a.site.threads} thread(s)" for a in b.arrivers
                                     if a.arrivals}))
             lines = ", ".join(sorted({_where(a.site) for a in b.arrivers if a.arrivals})[:6])
-            basis = Basis.ASSUMPTION if partial_elect or (stray and total < count) else Basis.EVIDENCE
+            # a multicast commit's arrivals rest on the cluster shape when the PTX does not declare it
+            multicast = k.e.cluster is None and any(".multicast" in a.site.instruction and a.arrivals
+                                                    for a in b.arrivers)
+            # a pattern that arrives once, outside every loop, beside patterns that arrive in a
+            # loop: a one-time handoff (Triton's arrive after the specialized region) that may
+            # take a phase of its own rather than add to the loop's
+            loops = {p_: {a.loop for a in b.arrivers if a.arrivals and (a.site.role, a.site.threads) == p_[:2]}
+                     for p_ in pops}
+            once = total > count and len(pops) > 1 and any(ls == {0} for ls in loops.values()) \
+                and any(0 not in ls for ls in loops.values())
+            basis = Basis.ASSUMPTION if partial_elect or (stray and total < count) or multicast or once \
+                else Basis.EVIDENCE
             out.append(Flag(2, FLAG_NAMES[2], f"{b.name}: mbarrier.init count {count} (line {b.inits[0][0].line}) but "
                             f"{total} arrival(s) per phase ({who}; {lines}): a phase "
                             + ("never completes (deadlock)" if total < count else "completes early")
@@ -200,8 +211,9 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
     fence.proxy.async in between. A store whose lowest address is a tensor map being
     built in shared memory is that map's, not data (`_tensormap_staging`)."""
     maps = _tensormap_staging(k, stmts)
+    table = set(k.dispatch_table_lines())  # Triton's partition table: read by ld.shared, never by the async proxy
     for i, s in enumerate(stmts):
-        if not s.opcode.startswith("st.shared"):
+        if not s.opcode.startswith("st.shared") or s.line in table:
             continue
         if maps and s.operands:
             v = k.vals(s.operands[0])
@@ -567,7 +579,12 @@ def _flag_cluster_init(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, .
     init = min(s.line for s, _ in b.inits)
     cta = sorted(s.line for s in stmts if _is_cta_barrier(s) and s.line > init)
     between = f"only a CTA barrier (line {cta[0]}) follows it" if cta else "no cluster barrier follows it"
-    ops = "; ".join(f"{'multicast copy completing on' if '.multicast' in x.site.instruction else x.kind + ' on'} "
+    def what(x) -> str:  # a multicast tcgen05.commit arrives; a multicast copy completes bytes
+        if ".multicast" not in x.site.instruction:
+            return x.kind + " on"
+        return "multicast tcgen05.commit on" if x.kind == "tcgen05.commit" else "multicast copy completing on"
+
+    ops = "; ".join(f"{what(x)} "
                     f"{y.name} by {x.site.role} at line {x.site.line}" for y, x, _ in hits[:3])  # type: ignore
     return [Flag(9, FLAG_NAMES[9], f"{b.name}: mbarrier.init (line {init}) is signalled by the other CTAs of the "
                  f"cluster, but {between} before their first signal ({ops}): a peer CTA runs this code too and can "

@@ -142,6 +142,10 @@ def phase_arrivals(b: Barrier) -> dict[tuple, int | None]:
         if a.arrivals == 0:
             continue
         commits, plain = loops[who(a)]
+        if commits - plain:
+            # commits also in a loop the plain arrive is not in: those beside the arrive are the
+            # loop's peeled first trips (Triton's prologue), not a second arrival of one phase
+            commits = commits - plain
         apart = a.kind.removeprefix("remote ") == "tcgen05.commit" and bool(commits & plain)
         role, threads, remote = who(a)
         pops[(role, threads, apart, remote)] = a.arrivals

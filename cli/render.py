@@ -212,7 +212,8 @@ def partitions_note(a: KernelAnalysis) -> str | None:
     """The line under the partitions that says when their warps rest on an assumption."""
     if any(p.basis == "assumption" for p in a.partitions):
         return ("(assumption) warps: read through what the SASS does not hold (a warp table's first values, a "
-                "BRX jump table's targets in address order, or a CTA size a profile would give: 'N+')")
+                "BRX jump table's targets in address order where the cubin's constant bank is not at hand, or a CTA size a "
+                "profile would give: 'N+')")
     return None
 
 

@@ -79,6 +79,9 @@ class Cubin:
     code: dict[str, str]  # mangled function name -> SHA-256 of its .text section
     symbols: dict[str, int] = field(default_factory=dict)  # mangled function name -> its symbol's index (nvdisasm -fun)
     offset: int = field(default=-1, compare=False)  # where it starts in the bytes it was found in
+    # mangled function name -> the 32-bit words of its constant bank 2 (`.nv.constant2.<name>`):
+    # where ptxas keeps a BRX jump table, each entry a target's offset in the function
+    constant2: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
 
 
 def find_cubins(blob: bytes) -> list[Cubin]:
@@ -133,7 +136,8 @@ def _cubin_at(blob: bytes, at: int) -> Cubin | None:
             return None
         data = blob[at:at + end]
         code = _function_code(data, sections, shstrndx)
-        return Cubin(data, hashlib.sha256(data).hexdigest(), code, _function_symbols(data, sections, shstrndx, code), at)
+        return Cubin(data, hashlib.sha256(data).hexdigest(), code, _function_symbols(data, sections, shstrndx, code), at,
+                     _constant2(data, sections, shstrndx))
     except (struct.error, IndexError, ValueError):
         return None
 
@@ -151,6 +155,35 @@ def _function_code(data: bytes, sections: list[tuple], shstrndx: int) -> dict[st
         if name.startswith(b".text.") and off + size <= len(data):
             code[name[6:].decode("utf-8", "replace")] = hashlib.sha256(data[off:off + size]).hexdigest()
     return code
+
+
+def _constant2(data: bytes, sections: list[tuple], shstrndx: int) -> dict[str, tuple[int, ...]]:
+    """Mangled name -> the little-endian 32-bit words of its `.nv.constant2.<name>` section
+    (at most 4,096: a bank this large is no jump table)."""
+    stroff, strsize = sections[shstrndx][4], sections[shstrndx][5]
+    names = data[stroff:stroff + strsize]
+    out = {}
+    for sh_name, typ, _fl, _addr, off, size, *_ in sections:
+        end = names.find(b"\0", sh_name)
+        if typ != 1 or end < 0 or not names[sh_name:end].startswith(b".nv.constant2."):
+            continue
+        if off + size <= len(data) and size % 4 == 0 and size <= 4 * 4096:
+            out[names[sh_name + 14:end].decode("utf-8", "replace")] = struct.unpack_from(f"<{size // 4}I", data, off)
+    return out
+
+
+def jump_tables(insns: dict[int, str], words: tuple[int, ...] | None, marker: bool = True) -> dict[int, str]:
+    """A function's instructions with each `BRX` told the words of the function's constant
+    bank 2, where its jump table is (`LDC R, c[0x2][R']` reads the entry, a target's offset
+    in the function): ` (*"c[0x2] T0,T1,..."*)` appended, each target a NUL-offset-NUL marker
+    (`as_ncu` places it, as it does branch targets) or, with `marker` False, the offset in
+    hex. nvdisasm prints these targets only with its data-flow analysis, which `-ndf` skips."""
+    if not words:
+        return insns
+    fmt = (lambda w: f"\0{w}\0") if marker else hex
+    note = ' (*"c[0x2] ' + ",".join(fmt(w) for w in words) + '"*)'
+    return {pc: (t + note if split_sass(t)[1] is not None and split_sass(t)[1].split(".")[0] == "BRX"
+                 and "(*" not in t else t) for pc, t in insns.items()}
 
 
 def _function_symbols(data: bytes, sections: list[tuple], shstrndx: int, code: dict[str, str]) -> dict[str, int]:
@@ -258,6 +291,7 @@ class Disassembly:
                  timeout_s: float = NVDISASM_TIMEOUT_S, ready: Path | None = None) -> None:
         self.sha256 = cubin.sha256  # not the cubin: its bytes are nvdisasm's to read, not ours to keep
         self.functions = sorted(set(functions) & set(cubin.code))
+        self._bank2 = {f: cubin.constant2[f] for f in self.functions if f in cubin.constant2}
         self.tool = nvdisasm
         self.deadline = time.monotonic() + timeout_s
         self._result: Listing = {}
@@ -300,7 +334,7 @@ class Disassembly:
                 if f not in self._result:
                     self._result[f] = insns
                     store_cached(self.sha256, self.tool, f, insns)
-        return self._result
+        return {f: jump_tables(insns, self._bank2.get(f)) for f, insns in self._result.items()}
 
     def _from_thread(self) -> bytes:
         self._done.wait(max(0.0, self.deadline - time.monotonic()))

@@ -32,7 +32,7 @@ import duckdb
 
 from wsperf.collectors.errors import InputError, WsperfError
 from wsperf.collectors.files import GiB, find_binary, input_stat, read_input
-from wsperf.collectors.cubin import split_sass
+from wsperf.collectors.cubin import find_cubins, jump_tables, split_sass
 from wsperf.collectors.store import transaction
 
 TOOL_TIMEOUT_S = 120.0  # cuobjdump on a large library takes seconds; more is a hang
@@ -314,6 +314,7 @@ def disassemble(path: Path, arch: str | None = None) -> tuple[str, tuple[str, ..
     elif arch not in by_arch:
         raise InputError(f"{path}: holds no SASS for {arch}; it holds {', '.join(archs)}")
     kernels = by_arch[arch]
+    _read_jump_tables(path, kernels)
     res = _run([cuobjdump, "--dump-resource-usage", str(path)], TOOL_TIMEOUT_S, str(path))
     usage = parse_resource_usage(res.stdout) if res.returncode == 0 else {}
     names = _demangle(list(kernels))
@@ -323,6 +324,32 @@ def disassemble(path: Path, arch: str | None = None) -> tuple[str, tuple[str, ..
         k.stack_bytes, k.local_bytes = u.get("STACK"), u.get("LOCAL")
         k.demangled = names.get(k.mangled, k.mangled)
     return arch, archs, kernels
+
+
+def _read_jump_tables(path: Path, kernels: dict[str, Kernel]) -> None:
+    """Tell each kernel's `BRX` where its jump table points (`cubin.jump_tables`), from the
+    kernel's constant bank 2 in the ELF the file holds (a .cubin, or a binary whose fatbin
+    keeps it uncompressed), where exactly one such ELF holds the kernel's code. Otherwise
+    the text stays as cuobjdump printed it and the partitions take the targets in address
+    order, an assumption they state."""
+    brx = [k for k in kernels.values() if any(i.opcode == "BRX" for i in k.instructions)]
+    if not brx:
+        return
+    try:
+        blob = read_input(path, kind="an executable, shared library, fatbin or .cubin", limit=MAX_INPUT_BYTES)
+    except InputError:
+        return
+    banks: dict[str, set[tuple[int, ...]]] = {}
+    for c in find_cubins(blob):
+        for name, words in c.constant2.items():
+            if name in c.code:
+                banks.setdefault(name, set()).add(words)
+    for k in brx:
+        words = banks.get(k.mangled)
+        if not words or len(words) != 1:
+            continue
+        texts = jump_tables({i.pc: i.text for i in k.instructions}, next(iter(words)), marker=False)
+        k.instructions = [Instruction(i.pc, i.opcode, i.opcode_full, i.guard, texts[i.pc]) for i in k.instructions]
 
 
 def _sha256(p: Path, salt: str = "") -> tuple[str, int]:

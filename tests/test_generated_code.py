@@ -26,7 +26,19 @@ CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx"
            "gluon_ws_gemm.ptx", "tirx_ws_gemm.ptx", "cute_ws_ring.ptx", "cute_ws_ring_cluster.ptx", "cute_ws_gemm.ptx",
            "cute_ws_gemm_cluster.ptx", "triton_ws_sm100.ptx", "triton_ws_sm100_kloop.ptx",
            "triton_ws_sm90_desc.ptx", "triton_ws_sm90_split.ptx", "cutlass_ws_gemm.ptx", "cutlass_builder_gemm.ptx",
-           "ws_bulk.ptx", "gluon_ws_3part.ptx", "gluon_ws_3part_s4_4.ptx", "gluon_ws_3part_slow_store.ptx"]
+           "ws_bulk.ptx", "gluon_ws_3part.ptx", "gluon_ws_3part_s4_4.ptx", "gluon_ws_3part_slow_store.ptx",
+           "cute_tcgen05_gemm.ptx", "cute_tcgen05_gemm_cluster.ptx", "tirx_ws_gemm_cluster.ptx",
+           "gluon_ws_wgmma_sm90.ptx", "gluon_ws_3part_sm90.ptx", "triton_ws_attn_sm100.ptx",
+           "triton_ws_sm100_epilogue_subtile.ptx"]
+
+# Planted bugs in newer shapes (fixtures/src/cute/cute_tcgen05_gemm.py, fixtures/src/tirx/
+# tirx_ws_gemm_cluster.py, fixtures/src/triton_tma/sweep_ws.py): each raises exactly its flag.
+PLANTED = [("cute_tcgen05_gemm_double_free.ptx", 6, "freed by 2 warps"),
+           ("cute_tcgen05_gemm_cluster_init.ptx", 9, "only a CTA barrier"),
+           ("cute_tcgen05_gemm_count.ptx", 2, "count 2"),
+           ("tirx_ws_gemm_cluster_init.ptx", 9, "only a CTA barrier"),
+           ("gluon_ws_wgmma_sm90_phase.ptx", 7, "parity"),
+           ("gluon_ws_3part_sm90_count.ptx", 2, "count 2")]
 
 
 def _sheet(name: str):
@@ -42,6 +54,38 @@ def _roles(k) -> list[str]:
 def test_no_evidence_flag_on_a_correct_kernel(name):
     for k in worksheet([PTX / name]).kernels:
         assert [f for f in k.flags if f.basis is Basis.EVIDENCE] == [], (name, k.name, k.flags)
+
+
+@pytest.mark.parametrize("name, code, cause", PLANTED)
+def test_each_planted_bug_raises_its_own_flag_with_its_cause(name, code, cause):
+    (k,) = worksheet([PTX / name]).kernels
+    flags = [f for f in k.flags if f.basis is Basis.EVIDENCE]
+    assert [f.code for f in flags] == [code], (name, k.flags)
+    assert cause in flags[0].text, flags[0].text
+
+
+@pytest.mark.parametrize("name", ["cute_tcgen05_gemm_cluster.ptx", "tirx_ws_gemm_cluster.ptx"])
+def test_a_multicast_commit_arrives_once_from_each_cta_of_its_mask(name):
+    """Each CTA of a (2,1,1) pair releases a shared stage with `tcgen05.commit ...
+    .multicast::cluster` to mask 0b11, onto `empty[s]` initialized with 2: one arrival from
+    its own MMA warp and one from its peer's. Counted as one, the sheet called the correct
+    kernels deadlocked (count 2, 1 arrival a phase). The cluster's shape is a launch
+    attribute, not in the PTX: the count rests on that, said as an assumption."""
+    k = _sheet(name)
+    assert k.flags == ()
+    notes = [n for n in k.notes if n.aspect == "handoff.cluster" and "multicast tcgen05.commit" in n.text]
+    assert notes and all(n.basis is Basis.ASSUMPTION for n in notes)
+    empties = [b for b in k.barriers if {c for _, c in b.inits} == {2}]
+    assert empties and all(sum(v for v in phase_arrivals(b).values()) == 2 for b in empties)
+
+
+def test_the_partition_table_store_needs_no_proxy_fence():
+    """Triton's warp -> partition table is written with st.shared and read with ld.shared by
+    the worker warps; no async-proxy operation reads it, so no fence.proxy.async is due
+    (it was flag 5, evidence, on gluon_ws_wgmma_sm90, whose wgmma reads other shared memory)."""
+    k = _sheet("gluon_ws_wgmma_sm90.ptx")
+    assert not [f for f in k.flags if f.code == 5]
+    assert k.flags == ()
 
 
 def test_gluon_partitions_are_read_from_the_jump_table():

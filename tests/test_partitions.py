@@ -72,6 +72,28 @@ def test_triton_two_consumer_warpgroups():
     assert parts["consumer (warps 8-11)"][:2] == ("MMA issue (wgmma), TMA store", 232)
 
 
+@pytest.mark.parametrize("name", ["triton_ws_sm100.sm_100a.cubin", "triton_ws_sm100_epilogue_subtile.sm_100a.cubin"])
+def test_a_jump_table_is_read_from_the_cubins_constant_bank(name):
+    """Triton's BRX table (`.nv.constant2.<kernel>`: 0x190, 0x910, 0x890, ...) is not in
+    address order. Read as its targets in address order, warps 4-5 (the TMA loader,
+    fixtures/src/triton_tma/README.md) were called idle and warp 7 (Triton's padding) the
+    producer; the table itself, read from the cubin, names them right."""
+    parts = _parts(_static(name))
+    assert parts["producer (warps 4-5)"][0] == "TMA load"
+    assert parts["consumer (warp 6)"][0] == "MMA issue (tcgen05)"
+    assert parts["idle (warp 7)"][0] == "none"
+    assert "idle (warps 4-5)" not in parts and "producer (warp 7)" not in parts
+
+
+def test_a_warp_table_built_from_an_fp16_constant_is_read():
+    """ptxas builds the attention kernel's table word with `HFMA2 R, -RZ, RZ, a, b` (two
+    fp16 immediates): read, the four partitions Triton made have their warps."""
+    parts = _parts(_static("triton_ws_attn_sm100.sm_100a.cubin"))
+    assert parts["producer (warps 8-9)"][0] == "TMA load"
+    assert parts["consumer (warp 10)"][0] == "MMA issue (tcgen05)"
+    assert parts["idle (warp 11)"][0] == "none"
+
+
 def test_a_kernel_that_is_not_specialized_has_no_partitions():
     a = _static("triton_plain_matmul.sm_90a.cubin")
     assert a.warp_specialized is False and a.partitions == ()
@@ -90,3 +112,24 @@ def test_a_profile_gives_the_warp_count_and_the_partitions_their_samples():
     assert {p.basis for p in healthy.partitions} == {"evidence"}
     assert parts["consumer (warps 1-4)"].samples > parts["producer (warp 0)"].samples > 0
     assert plain.warp_specialized is False and plain.partitions == ()
+
+
+@pytest.mark.parametrize("name", ["gluon_3part.ncu-rep", "gluon_3part_slow.ncu-rep"])
+def test_a_profiled_kernel_of_three_partitions_names_each_with_its_job(name):
+    """fixtures/src/gluon_ws_3part.py profiled on the H200 (fixtures/evidence/gluon_3part*):
+    the TMA load warp, the compute warps and the TMA store warp are three partitions with
+    their jobs and their own PC samples; none is "common". With every store issued 8 times
+    the store warp's samples grow (1,157 against 259), and it waits the least of the three."""
+    con = open_store(None)
+    load_reports(con, [REPORTS / name])
+    prepare(con)
+    (a,) = analyze(con)
+    parts = {p.partition: p for p in a.partitions}
+    assert (parts["consumer (warps 0-3)"].job, parts["producer (warp 6)"].job, parts["epilogue (warp 7)"].job) \
+        == ("FMA math", "TMA load", "TMA store")
+    assert parts["idle (warps 4-5)"].job == "none"
+    assert not any(p.partition == "common" for p in a.partitions)
+    store, load = parts["epilogue (warp 7)"], parts["producer (warp 6)"]
+    assert store.samples > 0 and load.samples > 0
+    if name == "gluon_3part_slow.ncu-rep":
+        assert store.samples > 1000 and store.wait_share < 0.05 < load.wait_share
