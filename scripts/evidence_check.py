@@ -134,6 +134,18 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
             fails.append("a correct kernel was not clean")
         if name == "gluon_ws_rowsum" and not kernels:
             fails.append("no verdicts for the profiled kernel")
+    elif name in ("gluon_3part", "gluon_3part_slow"):
+        # three partitions, correct: clean, profiled, each partition named with its job
+        caveats = (doc or {}).get("caveats", [])
+        kernels = [k for k in (doc or {}).get("kernels", []) if k.get("name") == "gluon_ws_3part"]
+        parts = {p.get("partition"): p.get("job") for k in kernels for p in k.get("partitions") or []}
+        seen.append(f"outcome {manifest.get('outcome')}; partitions {parts}; verdicts "
+                    f"{[(f.get('id'), f.get('status')) for k in kernels for f in k.get('findings', [])]}")
+        if manifest.get("outcome") != "clean":
+            fails.append("a correct kernel was not clean")
+        if not kernels or not any("TMA store" in str(j) for j in parts.values()) \
+                or not any("TMA load" in str(j) for j in parts.values()):
+            fails.append("the TMA load and TMA store partitions are not named")
     elif name == "triton_plain_desc":
         caveats = (doc or {}).get("caveats", [])
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:120] for c in caveats]}")

@@ -87,6 +87,11 @@ run triton_split 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_tma
 run triton_split_ok 0 --no-profile --timeout 300 -- python3 fixtures/src/triton_tma/triton_ws_tma.py \
     --run triton_ws_sm90_desc --n 1024
 run gluon_ws_rowsum 0 --timeout 300 -- python3 fixtures/src/gluon_ws_rowsum.py
+# Three partitions (TMA load warp, four compute warps, TMA store warp; two rings): clean,
+# profiled, its partitions named with their jobs; with the store made 8 times as long, the
+# store warp is the partition the others wait for.
+run gluon_3part 0 --timeout 300 -- python3 fixtures/src/gluon_ws_3part.py --rows 4096
+run gluon_3part_slow 0 --timeout 300 -- python3 fixtures/src/gluon_ws_3part.py --rows 4096 --slow-store
 # Its planted deadlocks: a hang in JIT code, mapped with the cubins Triton's cache kept.
 run gluon_count2 4 --timeout 40 -- python3 fixtures/src/gluon_ws_rowsum.py --bug count2
 run gluon_phase 4 --timeout 40 -- python3 fixtures/src/gluon_ws_rowsum.py --bug phase

@@ -337,7 +337,8 @@ def test_an_atomic_exchange_that_publishes_a_tensor_map_is_no_uninitialized_read
     assert len(doc["sass_artifacts"]) == 1 and "+0x47d0" in doc["sass_artifacts"][0]
 
 
-@pytest.mark.parametrize("name, caveats", [("gluon_ws_rowsum", 2), ("triton_ws4", 1)])
+@pytest.mark.parametrize("name, caveats", [("gluon_ws_rowsum", 2), ("triton_ws4", 1), ("gluon_3part", 2),
+                                           ("gluon_3part_slow", 2)])
 def test_a_correct_warp_specialized_kernel_is_not_stopped_by_the_compilers_dispatch(name, caveats):
     """Collected on the H200 (scripts/gpu-evidence.sh): a Gluon warp-specialized kernel and
     Triton's own warp_specialize at 4 stages, both right by their own checks. Racecheck's
