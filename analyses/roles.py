@@ -175,7 +175,25 @@ def wait_pcs(blocks: dict[int, Block]) -> set[int]:
                 if b.instrs[j].opcode == "BRA" and b.instrs[j].guard:
                     waits.add(b.instrs[j].pc)
                     break
+            # ptxas may hoist the check far above the branch that reads its predicate (Gluon's
+            # wait for a free output stage, issued ~90 instructions before the branch, with the
+            # math in between): the first branch guarded by that predicate, unless it is set again.
+            pred = _dest(b.instrs[k])
+            for later in b.instrs[k + 1:]:
+                if later.opcode == "BRA" and later.guard in (f"@{pred}", f"@!{pred}"):
+                    waits.add(later.pc)
+                    break
+                if pred is None or _dest(later) == pred:
+                    break
     return waits
+
+
+def _dest(ins: Instr) -> str | None:
+    """The first operand an instruction writes (`SYNCS.PHASECHK... P1, [...]` -> 'P1')."""
+    parts = (ins.text or "").split(None, 2 if ins.guard else 1)
+    rest = parts[-1] if len(parts) > (2 if ins.guard else 1) else ""
+    first = rest.split(",", 1)[0].strip()
+    return first or None
 
 
 def loop_pcs(instrs: list[Instr]) -> set[int]:

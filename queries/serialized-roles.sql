@@ -7,6 +7,7 @@ evidence:
   - other kernels: share of PC samples stalled on long_scoreboard (waiting for loaded data) inside loops
   - mbarrier stages: how many phase-tracked barriers the prologue initializes (SYNCS.EXCH)
   - role timeline, where one is loaded for the launch: timeline_overlap.overlap, the share of producer copy intervals that run during consumer compute (pipeline-bubbles' overlap). It measures the question itself, so it decides the verdict; the PC-sample verdict is kept in the summary
+  - partitions - a data partition (a load or store warp) that hardly waits while the roles do: then they wait for it, which partition-bound tests, not for each other
   - cut_warps - timeline_overlap.cut_warps, traced warps whose later events the trace buffer dropped. With any cut the overlap is unknown (NULL): the PC samples decide alone, and the summary says why the timeline could not
 optional:
   # Created when a role timeline loads (queries/timeline_schema.sql); the stand-in's columns.
@@ -18,17 +19,29 @@ threshold:
   min_loop_load_wait_share: 0.50  # non-specialized: share of samples waiting on loads inside loops
   min_role_samples: 50
   max_overlap: 0.5                # timeline: at most half the copies run during consumer compute
+  max_shallow_inits: 6            # at most this many mbarriers (3 stages of full + empty): a shallow ring
+  min_deep_ring_wait_share: 0.25  # a deeper ring serializes only when its consumers wait at least this much
+  max_busy_partition_wait_share: 0.10  # a data partition (no math) waiting at most this: the others wait for it instead
+  min_partition_samples: 50
 measured: |
   warp-specialized, confirmed: ws_stream_serialized (1 stage, 3 CTAs/SM) consumer 0.145 / producer 0.533, DRAM 31.8%;
             ws_stream_serialized1 (1 stage, 1 CTA/SM) 0.140 / 0.529, DRAM 12.6%.
   rejected: ws_stream_healthy1 (4 stages, 1 CTA/SM: serialized1's control) 0.007 / 0.521;
             ws_stream_healthy (4 stages) 0.016 / 0.538; ws_stream_consumer 0.001 / 0.552;
-            ws_stream_spill 0.082 / 0.548; ws_stream_producer 0.874 / 0.001; gemm_wgmma_tma 0.057 / 0.761;
-            gemm_wgmma_cpasync 0.218 / 0.047; torch_mm (cuBLAS) 0.010 / 0.004.
-  Triton 3.6's own warp specialization (triton_ws_matmul*, the ring depth alone changed), all
-            confirmed: 2 stages 0.46 / 0.78 (332 us), 3 stages (Triton's default) 0.27 / 0.62 (262 us),
-            4 stages 0.22 / 0.59 (227 us); its consumers release a stage only after their wgmma
-            completes. 4 stages is not called healthy here (5 and more give wrong answers).
+            ws_stream_spill 0.094 / 0.548; ws_stream_producer 0.874 / 0.001; gemm_wgmma_cpasync 0.389 / 0.047;
+            torch_mm (cuBLAS) 0.010 / 0.004.
+  ring depth on one kernel (gemm_wgmma_tma, fixtures/collect_gemm_stages.sh: GEMM_STAGES 2, 4, 6;
+            fixtures/reports/gemm_stages.times.txt, 5 launches each): 2 stages 0.475 / 0.887, 331-333 us
+            (confirmed); 4 stages 0.180 / 0.761, 221-223 us, and 6 stages 0.143 / 0.606, 217-221 us (both
+            rejected: two more stages gained 2%, so waits under min_deep_ring_wait_share in a ring deeper
+            than max_shallow_inits barriers are not its depth). Wait sites follow the phase check's
+            predicate to its branch: a hoisted check (the branch 9 instructions later in this kernel) had
+            its waiting samples missed, and the 2-stage build read 0.026, rejected.
+  Triton 3.6's own warp specialization (triton_ws_matmul*, the ring depth alone changed):
+            2 stages 0.46 / 0.78 (332 us) and 3 stages (Triton's default) 0.27 / 0.62 (262 us) confirmed;
+            4 stages 0.22 / 0.59 (227 us) under the deep-ring share, rejected; its consumers release a
+            stage only after their wgmma completes. No build decides 4 stages (5 and more give wrong
+            answers): it is no case.
   not specialized: multi_launch reduce_sum (one load then one add per trip) 0.885 of samples wait on
             loads inside loops, DRAM 12.8% (confirmed); saxpy 0.0 (no loop), transpose_naive 0.0 (unrolled),
             gemm_ffma 0.322, triton_matmul 0.090 (rejected).
@@ -76,6 +89,16 @@ m AS (
       AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
+-- A data partition (a load or store warp: no math in its job) that hardly waits: the others
+-- wait for it (partition-bound), not for each other in turn.
+busy AS (
+    SELECT launch_id, arg_min(warp_partition, wait_share) AS busy_partition, min(wait_share) AS busy_wait_share
+    FROM partitions
+    WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
+      AND job IS NOT NULL AND job <> 'none' AND coalesce(samples, 0) >= $min_partition_samples
+      AND NOT (job LIKE '%MMA issue%' OR job LIKE '%FMA math%' OR job LIKE '%softmax%')
+    GROUP BY launch_id
+),
 -- The role timeline's copy/compute overlap (an empty stand-in while no timeline is loaded).
 tl AS (
     SELECT launch_id, overlap, copy_intervals, cut_warps, cut_reason FROM timeline_overlap
@@ -83,7 +106,8 @@ tl AS (
 ),
 v AS (
     SELECT l.launch_id, w.warp_specialized, r.*, ld.loop_load_wait_share, m.dram_pct,
-           coalesce(s.mbarrier_inits, 0) AS mbarrier_inits, tl.overlap, tl.copy_intervals, tl.cut_warps, tl.cut_reason
+           coalesce(s.mbarrier_inits, 0) AS mbarrier_inits, tl.overlap, tl.copy_intervals, tl.cut_warps, tl.cut_reason,
+           b.busy_partition, b.busy_wait_share
     FROM launches AS l
     LEFT JOIN warp_specialization AS w USING (launch_id)
     LEFT JOIN role_balance AS r USING (launch_id)
@@ -91,6 +115,7 @@ v AS (
     LEFT JOIN m USING (launch_id)
     LEFT JOIN stages AS s USING (launch_id)
     LEFT JOIN tl USING (launch_id)
+    LEFT JOIN busy AS b USING (launch_id)
     -- Only the launches asked about: analyses.hypotheses.evaluate fills _wsperf_ids.
     WHERE l.launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
@@ -103,6 +128,11 @@ pc AS (
                                    OR coalesce(producer_samples, 0) < $min_role_samples) THEN 'no_data'
         WHEN warp_specialized AND (consumer_wait_share < $min_consumer_wait_share
                                    OR producer_wait_share < $min_producer_wait_share) THEN 'rejected'
+        -- A ring of 4 stages or more whose consumers wait modestly: a deeper ring does not
+        -- remove those waits (gemm_wgmma_tma, 4 -> 6 stages: 222 -> 218 us).
+        WHEN warp_specialized AND mbarrier_inits > $max_shallow_inits
+         AND consumer_wait_share < $min_deep_ring_wait_share THEN 'rejected'
+        WHEN warp_specialized AND busy_wait_share <= $max_busy_partition_wait_share THEN 'rejected'
         WHEN NOT warp_specialized AND loop_load_wait_share IS NULL THEN 'no_data'
         WHEN NOT warp_specialized AND loop_load_wait_share < $min_loop_load_wait_share THEN 'rejected'
         -- The waits point at serialization; only a saturated memory system explains them
@@ -123,6 +153,15 @@ pc AS (
             CASE WHEN warp_specialized
                  THEN printf('consumers wait for data %.0f%% and the producer for free slots %.0f%% of their samples, %d mbarriers initialized',
                              100 * consumer_wait_share, 100 * producer_wait_share, mbarrier_inits)
+                      || CASE WHEN mbarrier_inits > $max_shallow_inits AND consumer_wait_share < $min_deep_ring_wait_share
+                               AND consumer_wait_share >= $min_consumer_wait_share AND producer_wait_share >= $min_producer_wait_share
+                              THEN printf(' (a ring deeper than %d barriers: waits under %.0f%% are not its depth)',
+                                          $max_shallow_inits, 100 * $min_deep_ring_wait_share)
+                              ELSE '' END
+                      || CASE WHEN busy_wait_share <= $max_busy_partition_wait_share
+                              THEN printf('; %s waits only %.1f%%: the others wait for it (partition-bound), not for each other',
+                                          busy_partition, 100 * busy_wait_share)
+                              ELSE '' END
                  ELSE printf('not warp-specialized; %.0f%% of samples wait on loaded data inside loops', 100 * loop_load_wait_share)
             END,
             CASE WHEN dram_pct IS NULL

@@ -35,7 +35,7 @@ def _cases():
 
 
 def test_catalogue_has_the_contract_ids():
-    assert set(HYPOTHESES) == {"missing-specialized-instructions", "serialized-roles", "producer-bound",
+    assert set(HYPOTHESES) == {"missing-specialized-instructions", "serialized-roles", "producer-bound", "partition-bound",
                                "too-few-active-ctas", "register-spills", "pipeline-bubbles"}
 
 
@@ -266,3 +266,23 @@ def test_the_consumers_wait_less_for_data_as_the_ring_deepens(analyzed):
         (f,) = [f for f in evaluate(analyzed, [lid])[lid].findings if f.id == "serialized-roles"]
         shares.append(f.evidence["consumer_wait_share"])
     assert shares[0] > shares[1] > shares[2] > 0.10, shares
+
+
+def test_a_deeper_ring_is_not_called_serialized_where_depth_no_longer_helps(analyzed):
+    # fixtures/src/gemm.cu's TMA GEMM at GEMM_STAGES 2, 4 and 6 (fixtures/collect_gemm_stages.sh):
+    # 331, 222 and 218 us (fixtures/reports/gemm_stages.times.txt, 5 launches each). The
+    # consumers' wait share falls with depth; only the 2-stage ring is serialized: two more
+    # stages past four gain 2%.
+    times = {int(line.split()[0].split("=")[1]): sorted(map(int, line.split()[1:]))
+             for line in (REPORTS / "gemm_stages.times.txt").read_text().splitlines()}
+    assert times[2][0] > 1.4 * times[4][-1] and times[4][2] > times[6][2] > 0.95 * times[4][2]
+    found = {}
+    for report in ("gemm_wgmma_tma_s2", "gemm_wgmma_tma", "gemm_wgmma_tma_s6"):
+        (lid,) = [r[0] for r in analyzed.execute(
+            "SELECT launch_id FROM launches JOIN reports USING (report_id) WHERE path LIKE ?",
+            [f"%/{report}.ncu-rep"]).fetchall()]
+        (f,) = [f for f in evaluate(analyzed, [lid])[lid].findings if f.id == "serialized-roles"]
+        found[report] = (f.status.value, f.evidence["consumer_wait_share"])
+    (s2, w2), (s4, w4), (s6, w6) = found.values()
+    assert w2 > 0.4 > w4 > w6 > 0.10, found
+    assert (s2, s4, s6) == ("confirmed", "rejected", "rejected"), found
