@@ -268,6 +268,41 @@ def unlined_handoff(gs: list[GeneratedSheet], function: str, instruction: str, m
     return None
 
 
+_ROLE_BRANCH = re.compile(r"inside a role branch \((.+?), (\d+) of (\d+) threads\)")
+
+
+def block_barrier_cause(gs: list[GeneratedSheet], group: Any) -> tuple[Item, str | None] | None:
+    """The worksheet's flag 3 (a CTA-wide barrier inside one role's branch) that hung warps
+    sitting at a block barrier are at: by the waiting PC's source line against the flag's PTX
+    line (evidence), else the kernel's only such flag when neither side has line info (an
+    assumption). With the role the flag names, for the wait group."""
+    ifile, iline = _split(group.inner_source)
+    cfile, cline = _split(group.source)
+    for g in gs:
+        if g.sheet.kernel != group.function:
+            continue
+        flags = [f for f in g.sheet.flags if f.code == 3 and f.basis is Basis.EVIDENCE]
+        hits = []
+        for f in flags:
+            m = re.match(r"line (\d+):", f.text)
+            loc = g.loc(int(m.group(1))) if m else None
+            if loc is not None and ((iline is not None and (_name(loc.file), loc.line) == (ifile, iline))
+                                    or (cline is not None and (_name(loc.file), loc.line) == (cfile, cline))):
+                hits.append(f)
+        basis, join = Basis.EVIDENCE, "its source line"
+        if not hits and len(flags) == 1 and iline is None and cline is None:
+            hits, basis, join = flags, Basis.ASSUMPTION, "the kernel's only such flag (no line info)"
+        if len(hits) != 1:
+            continue
+        f = hits[0]
+        role = _ROLE_BRANCH.search(f.text)
+        where = group.source or group.inner_source or f"{group.function}+{group.offset:#x}"
+        text = (f"{len(group.warps)} warp(s) sit at {group.instruction} ({where}), a block barrier, while the other "
+                f"warps are elsewhere: the worksheet's flag 3, joined by {join}: {f.text}")
+        return Item("cause", text, basis), (role.group(1) if role else None)
+    return None
+
+
 def _handoff(g: GeneratedSheet, b: Barrier, w: Wait) -> WaitHandoff:
     arrivers = [f"{a.kind} by {a.site.role}, {a.site.threads if a.site.threads is not None else '?'} "
                 f"thread(s) (PTX line {a.site.line}" + (f", {g.loc(a.site.line)}" if g.loc(a.site.line) else "") + ")"
@@ -534,6 +569,18 @@ def deadlock(ev: Any) -> DeadlockReport:
     causes = deadlock_causes(joined)
     live, unread = live_states(ev, found)
     causes = live + causes
+    # Warps at a block barrier inside one role: the worksheet's flag 3 names it, first.
+    barred = []
+    for k, g in enumerate(groups):
+        hit = block_barrier_cause(gs, g) if g.wait is WaitKind.BLOCK_BARRIER else None
+        if hit is None:
+            continue
+        item, role = hit
+        barred.append(item)
+        if role is not None and item.basis is Basis.EVIDENCE:
+            groups[k] = replace(g, role=role.split(" (", 1)[0], role_basis=Basis.EVIDENCE,
+                                role_reason=f"the worksheet's flag 3 names this barrier's role: {role}")
+    causes = barred + causes
     settle = ""
     if not any(found):
         settle = (f"the generated code ({', '.join(dict.fromkeys(g.origin for g in gs))}) has no wait at the hung "

@@ -528,6 +528,10 @@ def _wait(instrs: dict[int, SassInstr], order: list[int], pc: int) -> tuple[Wait
     # The guarded branch right after a try-wait consumes its predicate: still waiting.
     if at.guard and at.opcode == "BRA" and i > 0 and _is_try_wait(instrs[order[i - 1]]):
         return WaitKind.MBARRIER, instrs[order[i - 1]]
+    # A warp blocked in a block barrier is reported at the instruction after it (measured on
+    # the H200: fixtures/evidence/bulk_collective, 64 warps at 0x420, the BAR.SYNC at 0x410).
+    if i > 0 and instrs[order[i - 1]].opcode.startswith(("BAR.SYNC", "BAR.RED")):
+        return WaitKind.BLOCK_BARRIER, instrs[order[i - 1]]
     # In a spin loop (YIELD / NANOSLEEP / try-wait / back branch): the first branch at or
     # after the PC jumps back to or before it, and the loop holds a try-wait.
     for off in order[i:i + _LOOP_WINDOW]:

@@ -28,13 +28,19 @@ def test_a_missing_expect_tx_hang_shows_the_bytes_no_expect_tx_announced():
     assert any(c["basis"] == "evidence" and "nothing announces them" in c["text"] for c in doc["causes"])
 
 
-def test_a_collective_in_a_role_hang_shows_the_release_never_made():
-    # ws_bulk.cu -DWS_BULK_COLLECTIVE: the consumers sit in __syncthreads(); no consumer
-    # thread has arrived on empty[] (init 64)
+def test_a_collective_in_a_role_hang_is_tied_to_its_barrier_and_shows_the_release_never_made():
+    # ws_bulk.cu -DWS_BULK_COLLECTIVE: the consumers sit in __syncthreads() (ws_bulk.cu:69);
+    # cuda-gdb reports them at the instruction after the BAR.SYNC. The worksheet's flag 3 names
+    # that barrier, joined by its source line, first; no consumer thread has arrived on
+    # empty[] (init 64), read live. Before, those warps read "not-waiting" at a BSSY.
     doc = _analyze("bulk_collective", 4)
-    first = doc["causes"][0]
-    assert first["basis"] == "evidence" and first["text"].startswith("live state of empty")
-    assert "0 of 64 arrival(s) in, 64 pending" in first["text"]
+    first, second = doc["causes"][:2]
+    assert first["basis"] == "evidence" and "the worksheet's flag 3, joined by its source line" in first["text"]
+    assert "BAR.SYNC" in first["text"] and "ws_bulk.cu:69" in first["text"]
+    assert second["basis"] == "evidence" and second["text"].startswith("live state of empty")
+    assert "0 of 64 arrival(s) in, 64 pending" in second["text"]
+    (bar,) = [g for g in doc["groups"] if g["wait"] == "block-barrier"]
+    assert (bar["role"], bar["role_basis"], bar["offset"]) == ("consumer", "evidence", 0x410), bar
 
 
 def test_a_cpp_count_deadlock_reads_its_static_barriers():
