@@ -76,7 +76,10 @@ def compare(
         cfg = load_config(config)
         if db is not None:
             require_store(db, "record runs into it first, or leave out --db to compare files")
-        con = open_store(db)
+        # Only run labels of the store on both sides: nothing to load, so the store is read,
+        # never written (no write lock; a reader beside a nightly job's writer).
+        labels_only = db is not None and not any(Path(n).exists() for n in (*base_names, *cand_names))
+        con = open_store(db, read_only=labels_only)
         check_kernel_regex(kernel)
         result = compare_exports(con, base_names, cand_names, cfg, kernel)  # Nsight Systems exports; else None
         if result is None:

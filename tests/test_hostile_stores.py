@@ -180,3 +180,19 @@ def test_side_files_that_would_hang_or_never_end_are_treated_as_absent(tmp_path,
     os.mkfifo(bundle / "environment.json")
     p = wsperf("analyze", bundle, "--db", tmp_path / "s.duckdb")
     assert p.returncode == 0 and "Traceback" not in p.stderr
+
+
+def test_comparing_stored_runs_only_reads_the_store(clean_store, tmp_path):
+    """`compare A B --db s` with two run labels has nothing to load: it opens the store
+    read-only, so it runs beside another reader of the file and leaves it byte-identical
+    (before, it opened it read-write and could not start while a reader held the file)."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(clean_store, db)
+    assert wsperf("analyze", REPORT, "--db", db, "--label", "night-2").returncode == 0
+    before = db.read_bytes()
+    with duckdb.connect(str(db), read_only=True) as reader:
+        p = wsperf("compare", "night-1", "night-2", "--db", db, "--format", "json")
+        assert reader.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["base"] == "night-1"
+    assert db.read_bytes() == before
