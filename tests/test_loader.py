@@ -195,10 +195,16 @@ def instruction(text: str) -> tuple:
     """What two disassemblers' versions agree on: guard, opcode and the set of operands.
     Apart: CUDA 13's nvdisasm marks more operands `.reuse` and writes `R24, gsb0` for
     `R24.gsb0`; ncu_report 2026.3 writes a kernel's closing self-loop "BRA `(.L_x_0) 0x..."
-    (2025.3 and nvdisasm: "BRA 0x..."); 2025.3 orders LDGSTS's operands the other way."""
+    (2025.3 and nvdisasm: "BRA 0x..."); 2025.3 orders LDGSTS's operands the other way. wsperf
+    appends to a BRX the jump table it read from the cubin's constant bank (` (*"c[0x2] ..."*)`,
+    collectors/cubin.jump_tables), which sass_by_pc does not print; nvdisasm writes `BRX R2 -0x1c0`
+    where sass_by_pc writes `BRX R2, -0x1c0`."""
+    text = re.sub(r'\s*\(\*"c\[0x2\] [0-9a-fA-Fx,]*"\*\)', "", text)
     text = re.sub(r", (gsb\d)", r".\1", re.sub(r"`\(\.L_x_\d+\) ", "", text).replace(".reuse", ""))
     n = 2 if text.lstrip().startswith("@") else 1  # guard and opcode, or the opcode
     tokens = text.split(None, n)
+    if len(tokens) > n and tokens[n - 1] == "BRX":
+        return tuple(tokens[:n]), sorted(tokens[n].replace(",", " ").split())
     return tuple(tokens[:n]), sorted(tokens[n].split(", ")) if len(tokens) > n else []
 
 
