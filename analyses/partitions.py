@@ -20,7 +20,8 @@ that reach the same blocks form one partition. A block every partition reaches i
 
 A partition's job is read from what its own blocks issue: TMA / bulk / cp.async loads
 (producer), wgmma / tcgen05 / mma.sync issue or FMA math (consumer), tensor-memory loads
-and TMA or global stores without loads or math (epilogue), exp2 without MMA (softmax), or
+and TMA or global stores without loads or math (epilogue), exp2 per score without MMA (softmax),
+tensor memory read, rescaled and written back without MMA (correction), or
 nothing (idle). Its register budget is the first `USETMAXREG` on its own path.
 
 What the SASS cannot decide is said, not guessed (`Partitions.basis`): the CTA's warp
@@ -40,6 +41,7 @@ import struct
 from dataclasses import dataclass, field
 
 LANES = 32
+_SOFTMAX_EX2 = 8  # MUFU.EX2 in a partition without MMA from which it is a softmax (an exp2 per score)
 # Warps tried when the CTA's size is unknown (static SASS): the most a CTA holds.
 _MAX_WARPS = 32
 _REG = re.compile(r"^!?(U?R\d+|U?RZ|U?P\d+|U?PT)$")
@@ -97,7 +99,7 @@ def _parse(pc: int, text: str) -> _Op:
 
 @dataclass
 class Partition:
-    name: str  # producer | consumer | epilogue | softmax | idle
+    name: str  # producer | consumer | epilogue | softmax | correction | idle
     warps: tuple[int, ...]
     open_ended: bool  # the CTA's size is unknown: the last warps go on past these
     job: str  # what its own code issues, e.g. 'TMA load', 'MMA issue (tcgen05), TMA store'
@@ -153,6 +155,13 @@ def _job(ops: list[_Op]) -> tuple[str, str]:
     stores = [j for p, j in ((r"^LDTM", "tensor-memory load"), (r"^UTMASTG", "TMA store"), (r"^STG", "global stores"))
               if has(p)]
     softmax = has(r"^MUFU\.EX2")
+    tmem = [j for p, j in ((r"^LDTM", "tensor-memory load"), (r"^STTM", "tensor-memory store")) if has(p)]
+    if not mma and sum(n.startswith("MUFU.EX2") for n in names) >= _SOFTMAX_EX2:
+        # attention's softmax without MMA: an exp2 per score (Triton's sm_100 attention lowering)
+        return "softmax", ", ".join(["softmax (exp2)"] + loads + tmem + [j for j in stores if j not in tmem])
+    if not mma and len(tmem) == 2 and math >= 4:
+        # the correction: the accumulator in tensor memory read, rescaled and written back
+        return "correction", "rescales tensor memory (correction)"
     work = mma or (["FMA math"] if math >= 4 else [])
     if loads and not work:
         return "producer", ", ".join(loads)

@@ -71,6 +71,8 @@ def worksheet(paths: list[Path], arch: str | None = None, kernel: str | None = N
 _PRODUCER = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.shared::\w+\.global|cp\.async\.(ca|cg)|ld\.global)")
 # what an epilogue issues: global stores, a TMA store from shared memory, tensor-memory loads
 _EPILOGUE = re.compile(r"^(st\.global|red\.global|cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|tcgen05\.ld)")
+# exp2 instructions in a role without MMA from which it is a softmax (one per score of a tile)
+_SOFTMAX_EX2 = 8
 # what a warp with no job runs: register budgets, barriers, branches, moves and compares
 _IDLE = re.compile(r"^(setmaxnreg|bar\.|barrier\.|bra|ret|exit|mov|setp|selp|not|add|sub|and|or|shr|shl|cvt|"
                    r"ld\.param)")
@@ -159,7 +161,18 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
                                                          for o in ops)
             and any(stmts[i].opcode.startswith("ld.shared") and stmts[i].line not in k.table_reads
                     and (not stmts[i].operands or k.shared_at(stmts[i].operands[-1]) not in tmem_slots) for i in idx))
-        kind = "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
+        # Attention's partitions without MMA (Triton's sm_100 lowering): the softmax computes an
+        # exp2 per score; the correction rescales the tensor-memory accumulator (tcgen05.ld, a
+        # multiply, tcgen05.st) with one exp2 per row
+        ex2 = sum(o.startswith("ex2.") for o in ops)
+        tmem_rw = any(o.startswith("tcgen05.ld") for o in ops) and any(o.startswith("tcgen05.st") for o in ops)
+        to_global = any(o.startswith("st.global") or (o.startswith("cp.async.bulk") and ".global.shared" in o)
+                        for o in ops)  # an epilogue's stores: a correction keeps its result in tensor memory
+        attn = None if mma else "softmax" if ex2 >= _SOFTMAX_EX2 else \
+            "correction" if tmem_rw and not to_global and any(o.startswith(("mul.f32", "mul.rn.f32", "mul.ftz.f32"))
+                                                               for o in ops) else None
+        kind = attn if attn else \
+            "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
             "tensor-memory owner" if any(o.startswith(("tcgen05.alloc", "tcgen05.dealloc", "tcgen05.relinquish"))
                                          for o in ops) else \

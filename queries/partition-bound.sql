@@ -3,7 +3,7 @@ id: partition-bound
 question: Is a partition that moves data (a TMA load or store warp, a copy or epilogue partition) the one the math partitions wait for?
 evidence:
   - partitions (wsperf.analyses.partitions, from the warp-index dispatch in the SASS), per partition with a job and enough PC samples - its wait share at mbarrier wait sites
-  - the data partition that waits least (no MMA issue, FMA math or softmax in its job) against the math partitions
+  - the data partition that waits least (no MMA issue, FMA math, softmax or correction in its job) against the math partitions
   - role_pcs joined to stalls - the busy partition's top stall reason away from waits
 threshold:
   max_busy_wait_share: 0.10      # the data partition waits at most this share of its samples: it is busy
@@ -34,7 +34,7 @@ remedy: >
 */
 WITH p AS (
     SELECT launch_id, warp_partition, job, samples, wait_share,
-           (job LIKE '%MMA issue%' OR job LIKE '%FMA math%' OR job LIKE '%softmax%') AS math
+           (job LIKE '%MMA issue%' OR job LIKE '%FMA math%' OR job LIKE '%softmax%' OR job LIKE '%correction%') AS math
     FROM partitions
     WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
       AND job IS NOT NULL AND job <> 'none' AND coalesce(samples, 0) >= $min_partition_samples

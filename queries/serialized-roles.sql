@@ -96,7 +96,7 @@ busy AS (
     FROM partitions
     WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
       AND job IS NOT NULL AND job <> 'none' AND coalesce(samples, 0) >= $min_partition_samples
-      AND NOT (job LIKE '%MMA issue%' OR job LIKE '%FMA math%' OR job LIKE '%softmax%')
+      AND NOT (job LIKE '%MMA issue%' OR job LIKE '%FMA math%' OR job LIKE '%softmax%' OR job LIKE '%correction%')
     GROUP BY launch_id
 ),
 -- The role timeline's copy/compute overlap (an empty stand-in while no timeline is loaded).

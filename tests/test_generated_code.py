@@ -79,6 +79,17 @@ def test_a_multicast_commit_arrives_once_from_each_cta_of_its_mask(name):
     assert empties and all(sum(v for v in phase_arrivals(b).values()) == 2 for b in empties)
 
 
+def test_attention_partitions_are_named_softmax_and_correction():
+    """Triton 3.6's own warp specialization of an attention loop (fixtures/src/triton_tma/README.md):
+    the default warps compute the softmax (an exp2 per score), partition2 the correction (the
+    accumulator read from tensor memory, rescaled, written back), beside the loader and the MMA
+    warp. They read "producer+consumer" and "consumer" before."""
+    assert _roles(_sheet("triton_ws_attn_sm100.ptx")) == [
+        "softmax (warps 0-3)", "idle (warp 11)", "consumer (warp 10)", "correction (warps 4-7)", "producer (warps 8-9)"]
+    # a matmul's epilogue reads tensor memory and stores to global memory: no correction
+    assert "epilogue (warps 0-3)" in _roles(_sheet("triton_ws_sm100.ptx"))
+
+
 def test_the_partition_table_store_needs_no_proxy_fence():
     """Triton's warp -> partition table is written with st.shared and read with ld.shared by
     the worker warps; no async-proxy operation reads it, so no fence.proxy.async is due

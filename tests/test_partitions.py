@@ -89,6 +89,10 @@ def test_a_warp_table_built_from_an_fp16_constant_is_read():
     """ptxas builds the attention kernel's table word with `HFMA2 R, -RZ, RZ, a, b` (two
     fp16 immediates): read, the four partitions Triton made have their warps."""
     parts = _parts(_static("triton_ws_attn_sm100.sm_100a.cubin"))
+    # fixtures/src/triton_tma/README.md: the default warps run the softmax (and the Q load and the
+    # epilogue), partition2 the correction (O read from tensor memory, rescaled, written back)
+    assert parts["softmax (warps 0-3)"][0].startswith("softmax (exp2), TMA load")
+    assert parts["correction (warps 4-7)"][0] == "rescales tensor memory (correction)"
     assert parts["producer (warps 8-9)"][0] == "TMA load"
     assert parts["consumer (warp 10)"][0] == "MMA issue (tcgen05)"
     assert parts["idle (warp 11)"][0] == "none"
