@@ -148,8 +148,9 @@ def _not_counted(corr: CorrectnessReport) -> list[str]:
 def _vendor_caveats(corr: CorrectnessReport) -> list[str]:
     return [f"{v.tool or 'the sanitizer'} reported {v.findings} finding(s)"
             + (f" ({v.hazards:,} hazards)" if v.hazards else "")
-            + f" inside {v.library}'s kernel {v.kernel}: a library kernel, not a handoff of yours; listed, not "
-              "judged (name it with --kernel to judge it)" for v in corr.vendor]
+            + (f" inside {v.library}'s kernel {v.kernel}: a library kernel" if v.library != "?" else
+               f" inside {v.kernel}, a kernel the repro did not compile (PyTorch's or a library's)")
+            + ", not a handoff of yours; listed, not judged (name it with --kernel to judge it)" for v in corr.vendor]
 
 
 # ---------------------------------------------------------------------------------------

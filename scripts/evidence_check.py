@@ -175,7 +175,7 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
                     f"{[o[:100] for o in other]}")
         if manifest.get("outcome") != "correctness" or not any("under compute-sanitizer" in o for o in other):
             fails.append("the race on the stage buffer did not stop the repro")
-    elif name in ("torch_ext", "torch_ext_race", "torch_ext_initcheck"):
+    elif name in ("torch_ext", "torch_ext_race"):
         # the repro's own kernel is a torch extension built in the bundle: scoped to it
         bad = [r.get("tool") for r in (doc or {}).get("sanitizer_runs", []) if r.get("errors")]
         seen.append(f"outcome {manifest.get('outcome')}; errors from {bad}; torch_ext listings "
@@ -189,6 +189,12 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
             fails.append("racecheck did not report the planted race")
         if name == "torch_ext" and not (bundle / "profile" / "report.ncu-rep").is_file():
             fails.append("no profile of the extension's kernel")
+        if name == "torch_ext":
+            tools = sorted(r["tool"] for r in runs if r["phase"] == "sanitizer")
+            retried = [r["tool"] for r in runs if r["phase"] == "sanitizer-attempt"]
+            seen.append(f"tools {tools}; initcheck retried unscoped: {'initcheck' in retried}")
+            if tools != ["initcheck", "memcheck", "racecheck", "synccheck"]:
+                fails.append(f"not all four tools ran: {tools}")
     elif name.startswith("torch_"):
         caveats = (doc or {}).get("caveats", [])
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")

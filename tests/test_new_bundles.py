@@ -72,6 +72,28 @@ def test_a_torch_extension_is_the_repros_own_kernel():
     assert any(r.get("tool") == "racecheck" and r.get("errors") for r in race["sanitizer_runs"])
 
 
+def test_initcheck_of_a_torch_extension_finishes_and_is_decided_checking_every_kernel():
+    """fixtures/src/torch_ext_mix.py on the H200, all four tools (re-collected): initcheck
+    ran in 5 s twice. Before it did not finish in about 500 s: each of the millions of reads
+    it reported carried a symbolized host backtrace (`--show-backtrace no` now). Under the
+    kernel filter it reported the extension's reads of a tensor an unchecked ATen copy kernel
+    wrote; once more checking every kernel, none are in the extension's kernel, and the copy
+    kernel's own reads (of cuBLAS's output) are listed, not judged."""
+    from wsperf.collectors.collect import _filtered_reads
+
+    m = json.loads((EVIDENCE / "torch_ext" / "bundle.json").read_text())
+    tools = {r["tool"]: r for r in m["runs"] if r["phase"] == "sanitizer"}
+    assert sorted(tools) == ["initcheck", "memcheck", "racecheck", "synccheck"]
+    assert all("--show-backtrace" in r["argv"] for r in tools.values())
+    (first,) = [r for r in m["runs"] if r["phase"] == "sanitizer-attempt" and r["tool"] == "initcheck"]
+    assert "--kernel-name" in first["argv"] and "--kernel-name" not in tools["initcheck"]["argv"]
+    assert first["seconds"] < 60 and tools["initcheck"]["seconds"] < 60
+    assert _filtered_reads(EVIDENCE / "torch_ext" / "sanitizer" / "initcheck.scoped.xml") == 20
+    doc = _analyze("torch_ext", 0)
+    assert doc["outcome"] == "clean" and m["outcome"] == "clean"
+    assert any("unrolled_elementwise_kernel, a kernel the repro did not compile" in c for c in doc["caveats"])
+
+
 def test_a_release_is_classified_from_the_sass_when_no_ptx_exists():
     # ws_stream.cu built code=sm_90a only: no PTX, no worksheet; the SASS decides. The
     # __syncwarp() of the warp-synced build is a NOP there (one instance keeps a WARPSYNC),

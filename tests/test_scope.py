@@ -15,7 +15,7 @@ from support import ROOT, assert_one_error_line, wsperf
 from wsperf.analyses.correctness import correctness_report
 from wsperf.analyses.evidence import gather
 from wsperf.collectors.scope import (SanitizerScope, Scope, ScopeMode, choose_scope, finding_scope, jit_kernels,
-                                     vendor_library)
+                                     short_name, vendor_library)
 from wsperf.collectors.store import open_store
 
 EVIDENCE = ROOT / "fixtures" / "evidence"
@@ -75,6 +75,26 @@ def test_the_scope_judges_library_kernels_and_filter_artifacts_as_kernel_does():
     assert scope.kernels == ("scale_rows",)
     assert not correctness_report(ev.sanitizer, scope.judged).broken
     assert correctness_report(ev.sanitizer, None).broken
+
+
+def test_a_kernel_outside_the_scope_is_listed_not_judged():
+    """A finding names its kernel by its short name (`<func>`), the scope by the mangled one:
+    `block_rowsum` is _Z12block_rowsumPKfPfi's. Once a tool runs again without the filter
+    (torch_ext's initcheck), a kernel the repro did not compile (PyTorch's ATen copy kernel,
+    whose short name no library pattern tells apart) is listed, not judged; the extension's
+    own kernel still is."""
+    assert short_name("_Z12block_rowsumPKfPfi") == "block_rowsum"
+    assert short_name("_ZN2ns6kernelEv") == "kernel"
+    assert short_name("_Z9ws_streamILi4ELb1ELb0EEvPKfPfi") == "ws_stream"
+    assert short_name("gluon_ws_rowsum") is None
+    scope = SanitizerScope(ScopeMode.USER, ("_Z12block_rowsumPKfPfi",))
+    assert re.fullmatch(scope.judged, "block_rowsum") and re.fullmatch(scope.judged, "_Z12block_rowsumPKfPfi")
+    con = open_store(None)
+    ev = gather(con, [EVIDENCE / "torch_ext"])
+    found = [f for _, o in ev.sanitizer for f in o.findings if f.kernel == "unrolled_elementwise_kernel"]
+    assert found and {finding_scope(f, scope.judged) for f in found} == {Scope.VENDOR}
+    assert {finding_scope(f, None) for f in found} == {Scope.USER}  # checked whole, they would stop it
+    assert not correctness_report(ev.sanitizer, scope.judged).broken
 
 
 @pytest.mark.parametrize("doc", [
