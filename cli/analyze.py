@@ -40,13 +40,13 @@ def analyze(
     expect: list[str] = typer.Option([], "--expect", "-e", help="What the kernel should use (repeatable): tma, "
                                      "tensor-core, wgmma, tcgen05, setmaxnreg, warp-specialized."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with `expect = [...]` and "
-                                          "[thresholds.<hypothesis>] overrides."),
+                                          "`[thresholds.<hypothesis>]` overrides."),
     charts_dir: Optional[Path] = typer.Option(None, "--charts", help="Also write each launch's charts into this "
                                               "directory (.vl.json, .html, .png, .svg); Markdown links the PNGs."),
     html_file: Optional[Path] = typer.Option(None, "--html", help="Also write one standalone HTML page (works "
                                              "offline): summaries, verdicts, charts, Nsight Compute's rules."),
     label: Optional[str] = typer.Option(None, "--label", help="With --db: name of the run recorded (unique in "
-                                        "the store). Default: <branch>@<commit>:<UTC time>."),
+                                        "the store). Default: `<branch>@<commit>:<UTC time>`."),
     tag: list[str] = typer.Option([], "--tag", "-t", help="With --db: tag the recorded run (repeatable), e.g. nightly."),
     commit: Optional[str] = typer.Option(None, "--commit", help="With --db: git commit of the run. Default: git "
                                          "rev-parse HEAD here, else $GITHUB_SHA / $CI_COMMIT_SHA."),

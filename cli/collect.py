@@ -32,7 +32,7 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0  # --timeout: a week is longer than any repro is
 def collect(
     command: list[str] = typer.Argument(..., help="The repro and its arguments, after `--`.", show_default=False),
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Bundle directory to create (new or empty). "
-                                           "Default: ./wsperf-bundle-<time>."),
+                                           "Default: `./wsperf-bundle-<time>`."),
     kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Check and profile only kernels matching this "
                                          "regular expression (compute-sanitizer --kernel-name regex=, ncu -k regex:). "
                                          "Default: for a Python repro, the kernels it compiled itself (Triton's "

@@ -51,7 +51,7 @@ def compare(
     kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Only kernels whose name matches this regular "
                                          "expression (RE2 syntax)."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file: [compare.thresholds] (alpha, minimum "
-                                          "change per figure), expect, [thresholds.<hypothesis>]."),
+                                          "change per figure), expect, `[thresholds.<hypothesis>]`."),
     fmt: CompareFormat = typer.Option(CompareFormat.text, "--format", "-f", help="text, json, markdown or junit."),
     out_file: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the output to this file instead of "
                                             "stdout."),

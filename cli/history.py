@@ -173,7 +173,7 @@ def export(
 ) -> None:
     """Write the store as Parquet for a warehouse: runs, reports and run_reports whole;
     launches, metrics, sass, stalls, opcodes and ncu_rules with their run_id,
-    Hive-partitioned by the run's date (DIR/<table>/run_date=YYYY-MM-DD/)."""
+    Hive-partitioned by the run's date (`DIR/<table>/run_date=YYYY-MM-DD/`)."""
     with error_boundary():
         refuse_overwrite({"--parquet": parquet}, [], store=db)
         require_store(db)

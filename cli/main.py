@@ -54,7 +54,7 @@ _COMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
                 "min and max of the metric over them.", {}),
     "export": ("history", "export", "Write the store as Parquet for a warehouse: runs, reports and run_reports "
                "whole; launches, metrics, sass, stalls, opcodes and ncu_rules with their run_id, Hive-partitioned "
-               "by the run's date (DIR/<table>/run_date=YYYY-MM-DD/).", {}),
+               "by the run's date (`DIR/<table>/run_date=YYYY-MM-DD/`).", {}),
     "worksheet": ("worksheet", "worksheet", "Print, per kernel, the handoff worksheet read from PTX: roles, shared "
                   "and tensor memory, every mbarrier (init count, who arrives, who waits), fences, lifetimes, and "
                   "the mistakes visible statically (flags 1-9), each marked evidence or assumption, and what it "

@@ -538,7 +538,8 @@ def correctness_text(rep: Any, console: Console) -> None:
     for g in rep.groups:
         console.print()
         console.print(Text.assemble(("handoff broken: ", "bold"), (g.handoff.value, "bold red"),
-                                    f"  ({g.findings} findings in {g.records} records; {', '.join(g.tools)}; "
+                                    f"  ({g.findings} finding{'s' if g.findings != 1 else ''} in {g.records} "
+                                    f"record{'s' if g.records != 1 else ''}; {', '.join(g.tools)}; "
                                     "kernels: ", plain(", ".join(g.kernels) or "?"), ")"))
         for m in g.messages:
             console.print(Text.assemble("  ", plain(m)))

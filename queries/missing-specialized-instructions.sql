@@ -26,7 +26,8 @@ measured: |
   (1 LDS per STG), multi_launch (FFMA <= 33%, no LDS in the FFMA kernels). rejected: gemm_wgmma_tma, triton_matmul,
   torch_mm (wgmma + TMA on sm_90), ws_stream_healthy (bulk copies), multi_launch kernels (no MMA, no mbarrier).
   static (fixtures/cubins, tests/test_inspect.py): confirmed by --expect tensor-core for tcgen05_fallback
-  (mma.sync on sm_100a) and gemm_ffma (sm_90a); rejected for tcgen05_gemm (UTCHMMA + UTMALDG) and gemm_ws.
+  (mma.sync on sm_100a) and gemm_ffma (sm_90a); rejected for tcgen05_gemm (UTCHMMA + UTMALDG) and gemm_ws;
+  no_data for gemm_ffma without --expect (FFMA in the code, no counts to tell matrix work from streaming).
 experiment: >
   Build for the architecture's own target (-gencode arch=compute_90a,code=sm_90a, or
   sm_100a) and use wgmma/TMA (tcgen05 on Blackwell): `wsperf inspect` of the new build
@@ -114,6 +115,7 @@ v AS (
         coalesce(f.uses_tma, false) AS uses_tma,
         coalesce(f.uses_cp_async, false) OR coalesce(f.uses_ld_st, false) AS uses_staged_copies,
         coalesce(f.uses_setmaxnreg, false) AS uses_setmaxnreg,
+        coalesce(f.uses_ffma, false) AS uses_ffma,
         coalesce(wt.mbarrier_waits, 0) AS mbarrier_waits,
         round(m.ffma / nullif(m.instructions, 0), 3) AS ffma_share,
         round(m.smem_reads / nullif(m.out_stores, 0), 1) AS smem_reads_per_store,
@@ -165,11 +167,19 @@ g AS (
 )
 SELECT
     launch_id,
-    CASE WHEN NOT has_data THEN 'no_data' WHEN len(gaps) > 0 THEN 'confirmed' ELSE 'rejected' END AS status,
+    CASE WHEN NOT has_data THEN 'no_data' WHEN len(gaps) > 0 THEN 'confirmed'
+         -- static SASS with FP32 FFMA and no tensor path: whether the FFMA is matrix work
+         -- is read from executed counts, which static SASS does not have
+         WHEN is_static AND uses_ffma AND tensor_path = 'none' THEN 'no_data'
+         ELSE 'rejected' END AS status,
     CASE
         WHEN NOT has_data THEN
             'no instruction counts in the report: collect --section InstructionStats --section SourceCounters (or --set full)'
         WHEN len(gaps) > 0 THEN array_to_string(gaps, '; ')
+        WHEN is_static AND uses_ffma AND tensor_path = 'none' THEN
+            printf('FP32 FFMA%s and no tensor-core path on %s: whether it is matrix work is read from executed '
+                   'instruction counts, which static SASS lacks (collect a profile with --section InstructionStats), '
+                   'or --expect tensor-core asserts it', seen, arch)
         ELSE printf('tensor path %s, copies %s on %s', tensor_path,
                     CASE WHEN len(copy_paths) = 0 THEN 'none' ELSE array_to_string(copy_paths, ', ') END, arch)
     END AS summary,

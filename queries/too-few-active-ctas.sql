@@ -105,10 +105,10 @@ FROM (
     -- where it does not (a summary is never NULL).
     SELECT *,
            CASE WHEN ctas_per_sm IS NULL OR waves_per_sm IS NULL THEN no_occupancy
-                ELSE printf('%.2f waves (limiter: %s, %d CTAs/SM)', waves_per_sm, coalesce(occupancy_limiter, 'unknown'),
-                            ctas_per_sm) END AS waves,
+                ELSE printf('%.2f waves (limiter: %s, %d CTA%s/SM)', waves_per_sm, coalesce(occupancy_limiter, 'unknown'),
+                            ctas_per_sm, CASE WHEN ctas_per_sm = 1 THEN '' ELSE 's' END) END AS waves,
            CASE WHEN ctas_per_sm IS NULL OR waves_per_sm IS NULL THEN no_occupancy
-                ELSE printf('%.2f waves at %d CTAs/SM (%s)', waves_per_sm, ctas_per_sm,
-                            coalesce(occupancy_limiter, 'unknown')) END AS waves_at
+                ELSE printf('%.2f waves at %d CTA%s/SM (%s)', waves_per_sm, ctas_per_sm,
+                            CASE WHEN ctas_per_sm = 1 THEN '' ELSE 's' END, coalesce(occupancy_limiter, 'unknown')) END AS waves_at
     FROM v, (SELECT 'no occupancy figures for waves and limiter (collect --section Occupancy)' AS no_occupancy)
 ) AS v

@@ -216,3 +216,18 @@ def test_a_usage_error_is_one_error_line_and_the_hint(args, said):
     lines = p.stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith("Error: ") and said in lines[0], p.stderr
     assert lines[1].startswith("Try 'wsperf") and lines[1].endswith("--help' for help.")
+
+
+@pytest.mark.parametrize("args, placeholders", [
+    (("analyze", "--help"), ["<branch>@<commit>:<UTC", "[thresholds.<hypothesis>]"]),
+    (("collect", "--help"), ["wsperf-bundle-<time>"]),
+    (("compare", "--help"), ["[thresholds.<hypothesis>]"]),
+    (("--help",), ["DIR/<table>/run_date="]),
+])
+def test_help_keeps_its_placeholders(args, placeholders):
+    """The help renders as Markdown, which drops <word> as a tag and [a.<b>] as a link: the
+    placeholders are code spans, so a reader sees what to type."""
+    p = wsperf(*args, env={"COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    for ph in placeholders:
+        assert ph in p.stdout, (ph, p.stdout)

@@ -84,6 +84,18 @@ def test_tcgen05_without_expectations_is_not_flagged():
     assert {"tcgen05", "tma", "mbarrier", "elect"} <= fams
 
 
+def test_ffma_in_static_sass_is_no_data_without_expect():
+    """An FP32 FFMA GEMM's cubin: whether FFMA is matrix work needs executed counts (the
+    matrix-product shape a profile shows: gemm_ffma, 76% FFMA, 256 LDS per STG). Static SASS
+    has none, so the verdict is no_data, never a "rejected" on missing evidence; --expect
+    tensor-core still decides it (test_families_and_verdicts)."""
+    (k,) = _inspect_json(SM90, "--kernel", "^gemm_ffma")
+    (f,) = [f for f in k["findings"] if f["id"] == "missing-specialized-instructions"]
+    assert f["status"] == "no_data" and "static SASS lacks" in f["summary"], f
+    (k,) = _inspect_json(SM90, "--kernel", "gemm_ws<true>")
+    assert _status(k, "missing-specialized-instructions") == "rejected"  # wgmma + TMA: evidence in the code
+
+
 def test_every_kernel_of_a_binary_is_reported():
     ks = _inspect_json(SM100)
     assert sorted(k["name"] for k in ks) == ["tcgen05_fallback", "tcgen05_gemm", "tcgen05_spill"]
