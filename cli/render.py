@@ -138,27 +138,44 @@ def _summary_table(s: LaunchSummary, ws: str) -> Table:
 # A demangled name longer than this is folded for people (CUTLASS names run to thousands
 # of characters); JSON keeps it whole (`demangled`).
 _MAX_NAME = 100
+_MAX_TEMPLATE = 40  # a template argument list this short is kept when a name is folded
 
 
 def fold_name(name: str | None) -> str:
     """A long C++ name with its template arguments (and then its parameters) folded to
-    `<...>` / `(...)`: `void cutlass::device_kernel<...>(...)`. Short names are kept."""
+    `<...>` / `(...)`: `void cutlass::device_kernel<...>(...)`. Short names are kept, and so
+    are short template argument lists, which tell instances apart (`void gemm_ws<true>(...)`
+    and `void gemm_ws<false>(...)`)."""
     name = name or "?"
     if len(name) <= _MAX_NAME:
         return name
-    out, depth = [], 0
-    for c in name:  # keep the outermost brackets, drop what they hold
+    out, depth, held = [], 0, []
+    for c in name:  # keep the outermost brackets; what they hold only when it is short
         if c == "<":
             if depth == 0:
-                out.append("<...>")
+                held = []
+            else:
+                held.append(c)
             depth += 1
         elif c == ">" and depth:
             depth -= 1
-        elif depth == 0:
+            if depth == 0:
+                inner = "".join(held)
+                out.append(f"<{inner}>" if len(inner) <= _MAX_TEMPLATE and "<" not in inner else "<...>")
+            else:
+                held.append(c)
+        elif depth:
+            held.append(c)
+        else:
             out.append(c)
     folded = "".join(out)
-    if len(folded) > _MAX_NAME and "(" in folded:
-        folded = folded[:folded.index("(")] + "(...)"
+    if len(folded) > _MAX_NAME:
+        level = 0
+        for i, c in enumerate(folded):  # the parameters: the first "(" outside template brackets
+            level += (c == "<") - (c == ">")
+            if c == "(" and level == 0:
+                folded = folded[:i] + "(...)"
+                break
     return folded
 
 
