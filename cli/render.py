@@ -71,7 +71,10 @@ def duration(ns: float | None) -> str:
 
 
 def _cluster(s: LaunchSummary) -> str:
-    return dims(s.cluster) if any(v > 1 for v in s.cluster) else "none"
+    if any(v > 1 for v in s.cluster):
+        return dims(s.cluster)
+    # static code (wsperf inspect): the cluster is a launch attribute the cubin does not hold
+    return "n/a" if any(v is None for v in s.grid) else "none"
 
 
 UNKNOWN_FAMILIES = ("unknown: the report has no source counters or instruction statistics "
