@@ -41,7 +41,7 @@ import struct
 from dataclasses import dataclass, field
 
 LANES = 32
-_SOFTMAX_EX2 = 8  # MUFU.EX2 in a partition without MMA from which it is a softmax (an exp2 per score)
+SOFTMAX_EX2 = 8  # exp2 (MUFU.EX2 / ex2.) in a partition without MMA from which it is a softmax (one per score)
 # Warps tried when the CTA's size is unknown (static SASS): the most a CTA holds.
 _MAX_WARPS = 32
 _REG = re.compile(r"^!?(U?R\d+|U?RZ|U?P\d+|U?PT)$")
@@ -156,7 +156,7 @@ def _job(ops: list[_Op]) -> tuple[str, str]:
               if has(p)]
     softmax = has(r"^MUFU\.EX2")
     tmem = [j for p, j in ((r"^LDTM", "tensor-memory load"), (r"^STTM", "tensor-memory store")) if has(p)]
-    if not mma and sum(n.startswith("MUFU.EX2") for n in names) >= _SOFTMAX_EX2:
+    if not mma and sum(n.startswith("MUFU.EX2") for n in names) >= SOFTMAX_EX2:
         # attention's softmax without MMA: an exp2 per score (Triton's sm_100 attention lowering)
         return "softmax", ", ".join(["softmax (exp2)"] + loads + tmem + [j for j in stores if j not in tmem])
     if not mma and len(tmem) == 2 and math >= 4:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from wsperf.analyses.partitions import Partitions, recover
+from wsperf.analyses.partitions import Partitions, _parse, recover
 from wsperf.collectors.store import transaction
 
 _TARGET = re.compile(r"(0x[0-9a-fA-F]+)\s*;?\s*$")
@@ -190,10 +190,8 @@ def wait_pcs(blocks: dict[int, Block]) -> set[int]:
 
 def _dest(ins: Instr) -> str | None:
     """The first operand an instruction writes (`SYNCS.PHASECHK... P1, [...]` -> 'P1')."""
-    parts = (ins.text or "").split(None, 2 if ins.guard else 1)
-    rest = parts[-1] if len(parts) > (2 if ins.guard else 1) else ""
-    first = rest.split(",", 1)[0].strip()
-    return first or None
+    args = _parse(ins.pc, ins.text).args
+    return args[0] if args else None
 
 
 def loop_pcs(instrs: list[Instr]) -> set[int]:

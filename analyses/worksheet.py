@@ -36,6 +36,7 @@ import re
 from pathlib import Path
 
 from wsperf.analyses.correctness import Basis, Item
+from wsperf.analyses.partitions import SOFTMAX_EX2
 from wsperf.analyses.sql import check_kernel_regex, matching
 from wsperf.analyses.worksheet_eval import _Kernel, _warps
 from wsperf.analyses.worksheet_flags import (_flag_cluster_init, _flag_counts, _flag_cta_barrier,
@@ -71,8 +72,6 @@ def worksheet(paths: list[Path], arch: str | None = None, kernel: str | None = N
 _PRODUCER = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.shared::\w+\.global|cp\.async\.(ca|cg)|ld\.global)")
 # what an epilogue issues: global stores, a TMA store from shared memory, tensor-memory loads
 _EPILOGUE = re.compile(r"^(st\.global|red\.global|cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|tcgen05\.ld)")
-# exp2 instructions in a role without MMA from which it is a softmax (one per score of a tile)
-_SOFTMAX_EX2 = 8
 # what a warp with no job runs: register budgets, barriers, branches, moves and compares
 _IDLE = re.compile(r"^(setmaxnreg|bar\.|barrier\.|bra|ret|exit|mov|setp|selp|not|add|sub|and|or|shr|shl|cvt|"
                    r"ld\.param)")
@@ -168,7 +167,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         tmem_rw = any(o.startswith("tcgen05.ld") for o in ops) and any(o.startswith("tcgen05.st") for o in ops)
         to_global = any(o.startswith("st.global") or (o.startswith("cp.async.bulk") and ".global.shared" in o)
                         for o in ops)  # an epilogue's stores: a correction keeps its result in tensor memory
-        attn = None if mma else "softmax" if ex2 >= _SOFTMAX_EX2 else \
+        attn = None if mma else "softmax" if ex2 >= SOFTMAX_EX2 else \
             "correction" if tmem_rw and not to_global and any(o.startswith(("mul.f32", "mul.rn.f32", "mul.ftz.f32"))
                                                                for o in ops) else None
         kind = attn if attn else \

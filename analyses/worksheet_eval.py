@@ -565,10 +565,10 @@ class _Kernel:
         pointer `p += 8` each trip, wrapped by `mad.lo q, i / STAGES, -8 * STAGES, p`, as
         Triton and Gluon emit). Every definition of a register must agree; an index read
         from data, or one with no loop step, gives None."""
-        steps: set[int] = set()
-        base = self._ring_base(op, 0, frozenset(), steps)
+        base, steps, _, _ = self._ring_walk(op)
         if base is None or len(steps) > 1:
             return None
+        steps = set(steps)
         step = steps.pop() if steps else 8  # an index added to the base: one barrier (8 bytes) a stage
         return (base[0], base[1], step) if step > 0 and step % 8 == 0 else None
 
@@ -578,10 +578,23 @@ class _Kernel:
         24. Two barrier arrays of the same stride can lie back to back (Gluon's 2-stage
         `out_ready` then `out_empty`); the bound keeps a ring from running into the next
         array. None when an index is not bounded (a pointer stepped each trip)."""
-        spans: list[int | None] = []
-        if self._ring_base(op, 0, frozenset(), set(), None, spans) is None or not spans or None in spans:
+        base, _, _, spans = self._ring_walk(op)
+        if base is None or not spans or None in spans:
             return None
         return max(s for s in spans if s is not None)
+
+    def _ring_walk(self, op: str) -> tuple[tuple[str, int] | None, tuple[int, ...], tuple[int, ...],
+                                           tuple[int | None, ...]]:
+        """`_ring_base` of `op` walked once: (base, the loop steps, the statements that step
+        it, the bounds of its indices), for ring_base, ring_span and initial_offset alike."""
+        memo = self.__dict__.setdefault("_ring_memo", {})
+        if op not in memo:
+            steps: set[int] = set()
+            updates: list[int] = []
+            spans: list[int | None] = []
+            base = self._ring_base(op, 0, frozenset(), steps, updates, spans)
+            memo[op] = (base, tuple(steps), tuple(updates), tuple(spans))
+        return memo[op]
 
     def index_max(self, op: str, depth: int = 0) -> int | None:
         """An upper bound on a non-negative index register computed from a loop counter:
@@ -633,8 +646,7 @@ class _Kernel:
         (`ring_base`) but statement i runs before any step can have happened: no block that
         steps it reaches i's block (nvcc reuses the loop's pointer register for the inits
         before the loop)."""
-        updates: list[int] = []
-        base = self._ring_base(op, 0, frozenset(), set(), updates)
+        base, _, updates, _ = self._ring_walk(op)
         if base is None:
             return None
         b = self.block_of[i]

@@ -182,8 +182,8 @@ def jump_tables(insns: dict[int, str], words: tuple[int, ...] | None, marker: bo
         return insns
     fmt = (lambda w: f"\0{w}\0") if marker else hex
     note = ' (*"c[0x2] ' + ",".join(fmt(w) for w in words) + '"*)'
-    return {pc: (t + note if split_sass(t)[1] is not None and split_sass(t)[1].split(".")[0] == "BRX"
-                 and "(*" not in t else t) for pc, t in insns.items()}
+    return {pc: (t + note if (split_sass(t)[1] or "").split(".")[0] == "BRX" and "(*" not in t else t)
+            for pc, t in insns.items()}
 
 
 def _function_symbols(data: bytes, sections: list[tuple], shstrndx: int, code: dict[str, str]) -> dict[str, int]:

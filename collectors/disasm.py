@@ -314,7 +314,6 @@ def disassemble(path: Path, arch: str | None = None) -> tuple[str, tuple[str, ..
     elif arch not in by_arch:
         raise InputError(f"{path}: holds no SASS for {arch}; it holds {', '.join(archs)}")
     kernels = by_arch[arch]
-    _read_jump_tables(path, kernels)
     res = _run([cuobjdump, "--dump-resource-usage", str(path)], TOOL_TIMEOUT_S, str(path))
     usage = parse_resource_usage(res.stdout) if res.returncode == 0 else {}
     names = _demangle(list(kernels))
@@ -326,18 +325,14 @@ def disassemble(path: Path, arch: str | None = None) -> tuple[str, tuple[str, ..
     return arch, archs, kernels
 
 
-def _read_jump_tables(path: Path, kernels: dict[str, Kernel]) -> None:
+def _read_jump_tables(blob: bytes, kernels: dict[str, Kernel]) -> None:
     """Tell each kernel's `BRX` where its jump table points (`cubin.jump_tables`), from the
-    kernel's constant bank 2 in the ELF the file holds (a .cubin, or a binary whose fatbin
+    kernel's constant bank 2 in the ELF `blob` holds (a .cubin, or a binary whose fatbin
     keeps it uncompressed), where exactly one such ELF holds the kernel's code. Otherwise
     the text stays as cuobjdump printed it and the partitions take the targets in address
     order, an assumption they state."""
     brx = [k for k in kernels.values() if any(i.opcode == "BRX" for i in k.instructions)]
     if not brx:
-        return
-    try:
-        blob = read_input(path, kind="an executable, shared library, fatbin or .cubin", limit=MAX_INPUT_BYTES)
-    except InputError:
         return
     banks: dict[str, set[tuple[int, ...]]] = {}
     for c in find_cubins(blob):
@@ -352,9 +347,6 @@ def _read_jump_tables(path: Path, kernels: dict[str, Kernel]) -> None:
         k.instructions = [Instruction(i.pc, i.opcode, i.opcode_full, i.guard, texts[i.pc]) for i in k.instructions]
 
 
-def _sha256(p: Path, salt: str = "") -> tuple[str, int]:
-    data = read_input(p, kind="an executable, shared library, fatbin, .cubin or .cu file", limit=MAX_INPUT_BYTES)
-    return hashlib.sha256(data + salt.encode()).hexdigest(), len(data)
 
 
 def load_static(con: duckdb.DuckDBPyConnection, path: str | Path, arch: str | None = None) -> StaticLoad:
@@ -376,7 +368,12 @@ def load_static(con: duckdb.DuckDBPyConnection, path: str | Path, arch: str | No
             target, lines = compile_cu(p, arch or DEFAULT_CU_ARCH, Path(tmp))
             compiler, messages = parse_ptxas(lines)
         chosen, archs, kernels = disassemble(target, arch)
-        digest, size = _sha256(target, "" if len(archs) == 1 else f"\0{chosen}")
+        # read once: its identity, and the jump tables in its ELF's constant banks
+        data = read_input(target, kind="an executable, shared library, fatbin, .cubin or .cu file",
+                          limit=MAX_INPUT_BYTES)
+        _read_jump_tables(data, kernels)
+        salt = "" if len(archs) == 1 else f"\0{chosen}"
+        digest, size = hashlib.sha256(data + salt.encode()).hexdigest(), len(data)
         for name, k in kernels.items():
             k.compiler = compiler.get(name)
         found = con.execute("SELECT report_id FROM reports WHERE sha256 = ?", [digest]).fetchall()

@@ -110,12 +110,10 @@ def finding_scope(f: SanitizerFinding, kernel_filter: str | None) -> Scope:
     kernels it leaves unchecked write, so a host read of that memory (a cudaMemcpy after
     them: a finding with no kernel, kind InitcheckApiError) is reported uninitialized:
     measured on the H200 with compute-sanitizer 2025.3.1 (fixtures/evidence/torch_filter)."""
-    lib = vendor_library(f.kernel)
-    if lib is not None and not _targets(kernel_filter, f.kernel):
-        return Scope.VENDOR
-    if kernel_filter and f.kernel and not _targets(kernel_filter, f.kernel):
-        # a kernel the scope does not hold, seen in a run once more without the filter
-        # (PyTorch's ATen kernels have short names no library pattern tells apart)
+    # A library kernel the filter does not name, or any kernel the scope does not hold (seen in
+    # a run once more without the filter: PyTorch's ATen kernels have short names no library
+    # pattern tells apart).
+    if f.kernel and not _targets(kernel_filter, f.kernel) and (kernel_filter or vendor_library(f.kernel)):
         return Scope.VENDOR
     if kernel_filter and not f.kernel and (f.classification is Handoff.UNINITIALIZED or f.tool == "initcheck"
                                            or f.kind.startswith("Initcheck")):
