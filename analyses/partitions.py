@@ -79,7 +79,7 @@ class _Op:
         return self.op.split(".")[0]
 
 
-_BANK2 = re.compile(r'\s*\(\*"c\[0x2\] ([0-9a-fA-Fx,]*)"\*\)\s*$')
+_BANK2 = re.compile(r'\s*\(\*"c\[0x2\] (0x[0-9a-fA-F]+(?:,0x[0-9a-fA-F]+)*)"\*\)\s*$')
 
 
 def _parse(pc: int, text: str) -> _Op:

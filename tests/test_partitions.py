@@ -137,3 +137,13 @@ def test_a_profiled_kernel_of_three_partitions_names_each_with_its_job(name):
     assert store.samples > 0 and load.samples > 0
     if name == "gluon_3part_slow.ncu-rep":
         assert store.samples > 1000 and store.wait_share < 0.05 < load.wait_share
+
+
+def test_a_jump_table_note_that_is_not_hex_is_not_read():
+    """The note the loader appends to a BRX (`(*"c[0x2] 0x190,..."*)`) is read only when every
+    entry is a hex number: SASS text from a report is input, and a damaged one stays text."""
+    from wsperf.analyses.partitions import _parse
+
+    assert _parse(0x180, 'BRX R2 -0x190 (*"c[0x2] 0x190,0x910"*)').targets == (0x190, 0x910)
+    for bad in ('BRX R2 -0x190 (*"c[0x2] x,zz"*)', 'BRX R2 -0x190 (*"c[0x2] ,"*)', 'BRX R2 -0x190 (*"c[0x2] 0x"*)'):
+        assert _parse(0x180, bad).targets is None, bad
