@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shlex
 import shutil
@@ -178,6 +179,11 @@ class _State:
             env.update({"CUTE_DSL_DUMP_DIR": str(dump.resolve()), "CUTE_DSL_KEEP": "ptx,cubin"})
         if not env.get("TORCH_EXTENSIONS_DIR"):  # torch builds the repro's extensions in the bundle
             env["TORCH_EXTENSIONS_DIR"] = str((self.root / generated.TORCH_EXTENSIONS).resolve())
+        # TVM's in-memory CUDA modules, kept by wsperf's sitecustomize (collectors/pyhook/)
+        tvm = self.root / generated.TVM_DUMP
+        tvm.mkdir(parents=True, exist_ok=True)
+        env["WSPERF_TVM_DUMP"] = str(tvm.resolve())
+        env["PYTHONPATH"] = os.pathsep.join([str(generated.PYHOOK), *filter(None, [env.get("PYTHONPATH")])])
         return env
 
     def record(self, phase: str, tool: str, done: Completed, name: str, outputs: dict[str, str] | None = None,
@@ -245,6 +251,7 @@ def collect(argv: list[str], opts: Options, progress: Callable[[str], None] = la
     progress(f"run: {note} ({done.stdout_bytes:,} bytes of stdout)")
     generated.keep_triton_cache(st)
     generated.keep_cute_dump(st)
+    generated.keep_tvm_dump(st, _cu_arch(st.gpu_archs))
     generated.keep_torch_extensions(st, generated.torch_extensions_dir(root, st.env()), tools.get("cuobjdump"))
     if done.timed_out:
         # The code the hung warps run: the executable's own cubins, or, for a JIT repro (Python),

@@ -19,6 +19,13 @@ Three sources, each recorded in the manifest as a `generated` run whose outputs 
   and `load_inline` build there; each extension's `.so` is listed with `cuobjdump -ptx` and
   `-sass` into generated/torch_ext/. An extension installed ahead of the run (`setup.py`,
   a wheel) is not built there and not named: `--kernel` scopes to it;
+- TVM (apache-tvm built with CUDA, apache-tvm-tirx): TVM compiles in memory and writes
+  nothing, so every run gets `WSPERF_TVM_DUMP=<bundle>/generated/tvm` and wsperf's
+  `sitecustomize` first on PYTHONPATH (`collectors/pyhook/`). It keeps, through TVM's own
+  callbacks, each CUDA module's source when TVM builds it and the binary its compiler
+  (nvrtc or nvcc) made when the module is first loaded; collect compiles each source to
+  PTX here (`nvcc -ptx -lineinfo`) for the worksheet. A repro run with `python -I` or
+  `-S` (no sitecustomize) keeps nothing;
 - `--source FILE` (repeatable): .cu, .ptx, .cubin or a fatbin, copied as given: TVM/TIRx
   generated CUDA, a CUTLASS build, the source of a binary built without PTX.
 """
@@ -42,6 +49,10 @@ TRITON_CACHE = "generated/triton"
 CUTE_DUMP = "generated/cute"
 TORCH_EXTENSIONS = "generated/torch_extensions"
 TORCH_EXT_LISTINGS = "generated/torch_ext"
+TVM_DUMP = "generated/tvm"
+# wsperf's sitecustomize for Python repros (keeps TVM's in-memory CUDA modules)
+PYHOOK = Path(__file__).resolve().parent / "pyhook"
+_MAX_TVM_MODULES = 16
 SOURCES = "generated/sources"
 # What a --source may be, by suffix; anything else is refused before the repro runs.
 SOURCE_SUFFIXES = (".cu", ".cuh", ".ptx", ".cubin", ".fatbin", ".o", ".so", ".ptx.txt")
@@ -149,6 +160,37 @@ def keep_cute_dump(st: Any) -> None:
     if outputs:
         st.runs.append(RunRecord("generated", "cute-dsl", [], 0, 0.0, outputs=outputs,
                                  note=f"CuTe DSL's dump (CUTE_DSL_DUMP_DIR={CUTE_DUMP}) after the plain run"))
+        st.generated.update(outputs)
+        st.flush()
+
+
+def keep_tvm_dump(st: Any, arch: str = DEFAULT_CU_ARCH) -> None:
+    """Record the CUDA modules TVM built during the plain run (generated/tvm, written by
+    collectors/pyhook/sitecustomize.py): each module's source, the binary TVM's compiler
+    made for it where the module was loaded, and its PTX compiled here for the worksheet."""
+    dump = st.root / TVM_DUMP
+    if not dump.is_dir():
+        return
+    sources = sorted(f for f in dump.glob("tvm_*.cu") if f.is_file() and not f.is_symlink())
+    outputs: dict[str, str] = {}
+    for cu in sources[:_MAX_TVM_MODULES]:
+        outputs[f"source:tvm/{cu.name}"] = str(cu.relative_to(st.root))
+        for suffix, kind in ((".cubin", "cubin"), (".fatbin", "cubin"), (".ptx", "ptx")):
+            made = cu.with_suffix(suffix)
+            if made.is_file() and not made.is_symlink():
+                outputs[f"{kind}:tvm/{made.name}"] = str(made.relative_to(st.root))
+        if f"ptx:tvm/{cu.stem}.ptx" not in outputs:
+            ptx = cu.with_name(cu.stem + ".lineinfo.ptx")
+            try:
+                ptx.write_text(compile_ptx(cu, arch), encoding="utf-8")
+                outputs[f"ptx:tvm/{ptx.name}"] = str(ptx.relative_to(st.root))
+            except WsperfError as e:
+                st.warnings.append(f"TVM's module {cu.name}: not compiled to PTX ({e}); the worksheet will lack it")
+    if len(sources) > _MAX_TVM_MODULES:
+        st.warnings.append(f"TVM built {len(sources)} CUDA modules: the first {_MAX_TVM_MODULES} are kept")
+    if outputs:
+        st.runs.append(RunRecord("generated", "tvm", [], 0, 0.0, outputs=outputs,
+                                 note=f"TVM's CUDA modules (WSPERF_TVM_DUMP={TVM_DUMP}) after the plain run"))
         st.generated.update(outputs)
         st.flush()
 

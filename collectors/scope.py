@@ -22,8 +22,10 @@ kernels are the ones it compiled itself, which Triton's cache in the bundle name
 `.json` per kernel, Gluon's too), CuTe DSL's dump (the `.entry` names of its PTX; set
 up by collect, read on CPU, not yet run on a GPU: the GPU machine has no CuTe DSL), and
 the torch extensions built during the run in the bundle's TORCH_EXTENSIONS_DIR (the
-mangled `Function :` names of each `.so`'s SASS). TVM's JIT modules and extensions
-installed ahead of the run are not named: such a repro is checked whole. By default
+mangled `Function :` names of each `.so`'s SASS), and TVM's CUDA modules (the
+`extern "C" __global__` functions of each module's source, kept by wsperf's
+sitecustomize: `collectors/generated.py`). Extensions installed ahead of the run are not
+named: such a repro is checked whole. By default
 collect checks the named ones, every launch of them, and no other kernel: on the H200 a scoped run of each tool took 8-24 s on a Triton matmul,
 a Gluon kernel timed by `do_bench` and a PyTorch program around it, where the unscoped
 initcheck of the same matmul did not finish in 250 s (it checks PyTorch's fp32 reference
@@ -143,6 +145,9 @@ def _targets(pattern: str | None, name: str | None) -> bool:
 # as it is: no ',' (the filter's separator) and nothing a regular expression reads.
 _PLAIN_NAME = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([^\s(]+)", re.M)
+# A kernel in TVM's generated CUDA: `extern "C" __global__ void __launch_bounds__(N) name(`
+_TVM_GLOBAL = re.compile(r'^extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(',
+                         re.M)
 # At most this many kernels are named one by one; a repro that compiled more is checked whole.
 MAX_SCOPED_KERNELS = 64
 
@@ -222,12 +227,14 @@ class SanitizerScope:
 def jit_kernels(root: Path, generated: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The kernels a JIT compiled into the bundle during the plain run, by name (Triton's
     cache: the `name` of each kernel's `.json`; CuTe DSL's dump: the `.entry` names of its
-    PTX; a torch extension: the `Function :` names of its SASS, mangled), and the names
+    PTX; a torch extension: the `Function :` names of its SASS, mangled; TVM: the `extern "C"
+    __global__` functions of each module's source), and the names
     that cannot be a filter as they are. Sorted, each once."""
     names: set[str] = set()
     odd: set[str] = set()
     # listings whose kernels a pattern names: (key prefix, pattern, bytes read at most)
-    listings = (("sass:torch_ext/", SASS_FUNCTION, 256 << 20), ("ptx:cute/", _ENTRY, 64 << 20))
+    listings = (("sass:torch_ext/", SASS_FUNCTION, 256 << 20), ("ptx:cute/", _ENTRY, 64 << 20),
+                ("source:tvm/", _TVM_GLOBAL, 64 << 20))
     for key, rel in generated.items():
         listing = next((x for x in listings if key.startswith(x[0])), None)
         if listing is not None:
@@ -269,6 +276,7 @@ def choose_scope(kernel: str | None, all_kernels: bool, root: Path, generated: d
         return SanitizerScope(ScopeMode.USER, names, why="named by " + " and ".join(
             w for w, hit in (("Triton's cache", any(k.startswith("json:") for k in generated)),
                              ("CuTe DSL's dump", any(k.startswith("ptx:cute/") for k in generated)),
+                             ("TVM's CUDA modules", any(k.startswith("source:tvm/") for k in generated)),
                              ("the torch extensions it built", any(k.startswith("sass:torch_ext/") for k in generated)))
             if hit)
             + " in the bundle")

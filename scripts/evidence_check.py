@@ -195,6 +195,43 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
             seen.append(f"tools {tools}; initcheck retried unscoped: {'initcheck' in retried}")
             if tools != ["initcheck", "memcheck", "racecheck", "synccheck"]:
                 fails.append(f"not all four tools ran: {tools}")
+    elif name in ("tvm_block_sum", "tvm_block_sum_race", "cute_ring"):
+        # a JIT module of TVM (kept by wsperf's sitecustomize) or CuTe DSL (its dump), inside
+        # a PyTorch program for TVM: scoped to the repro's kernel, PyTorch's own not checked
+        bad = [r.get("tool") for r in (doc or {}).get("sanitizer_runs", []) if r.get("errors")]
+        prefix = "tvm/" if name.startswith("tvm") else "cute/"
+        kernel = "tvm_block_sum_kernel" if name.startswith("tvm") else "kernel_cutlass_ring_kernel"
+        seen.append(f"outcome {manifest.get('outcome')}; errors from {bad}; kept {[k for k in gen if prefix in k]}")
+        if scope.get("mode") != "user-kernels" or not any(kernel in k for k in scope.get("kernels") or []):
+            fails.append(f"not scoped to {kernel}")
+        if not any(k.startswith("cubin:" + prefix) for k in gen) or not any(k.startswith("ptx:" + prefix) for k in gen):
+            fails.append("the module's cubin or PTX was not kept")
+        want = "correctness" if name.endswith("_race") else "clean"
+        if manifest.get("outcome") != want:
+            fails.append(f"outcome {manifest.get('outcome')}, not {want}")
+        if name.endswith("_race") and "racecheck" not in bad:
+            fails.append("racecheck did not report the planted race")
+        if want == "clean":
+            tools = sorted(r["tool"] for r in runs if r["phase"] == "sanitizer")
+            seen.append(f"tools {tools}")
+            if tools != ["initcheck", "memcheck", "racecheck", "synccheck"]:
+                fails.append(f"not all four tools ran: {tools}")
+            if not (bundle / "profile" / "report.ncu-rep").is_file():
+                fails.append("no profile of the kernel")
+    elif name in ("cute_ring_count", "cute_ring_phase"):
+        # a CuTe DSL deadlock: the waits mapped with the cubin the DSL's dump kept
+        causes = (doc or {}).get("causes", [])
+        first = causes[0] if causes else {}
+        want = "count" if name == "cute_ring_count" else "parity"
+        sass = [r for r in runs if r["phase"] == "hang" and r["tool"] == "cuobjdump"]
+        live = [c for c in causes if str(c.get("text", "")).startswith("live state")]
+        seen.append(f"outcome {manifest.get('outcome')}; jit sass runs {len(sass)}; first cause "
+                    f"{first.get('basis')}: {str(first.get('text'))[:200]}; live states "
+                    f"{[str(c.get('text'))[:200] for c in live]}")
+        if manifest.get("outcome") != "hang" or not sass:
+            fails.append("not a hang mapped with the DSL's cubin")
+        if not any(want in str(c.get("text")) and c.get("basis") == "evidence" for c in causes):
+            fails.append(f"no evidence names the {want}")
     elif name.startswith("torch_"):
         caveats = (doc or {}).get("caveats", [])
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")

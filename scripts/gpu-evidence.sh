@@ -114,6 +114,20 @@ run torch_ext_race 3 --tools memcheck,racecheck,synccheck --timeout 300 -- pytho
 run torch_vendor 0 --all-kernels --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
 run torch_vendor4096 0 --all-kernels --tools racecheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py --n 4096
 run torch_filter 0 --kernel scale_rows --tools initcheck --no-profile --timeout 120 -- python3 fixtures/src/torch_mix.py
+# JIT modules other than Triton's: a TVM TIRx kernel in a PyTorch program (kept through
+# wsperf's sitecustomize; with a planted shared-memory race), and a CuTe DSL TMA ring with its
+# planted count and phase deadlocks (kept through the DSL's dump). Each needs its package on
+# PYTHONPATH (scripts/gpu-jit.sh carries them); a row whose package is missing is left out.
+if python3 -c "import tvm_tirx" 2>/dev/null; then
+  run tvm_block_sum 0 --timeout 300 -- python3 fixtures/src/tvm/tvm_block_sum_mix.py
+  run tvm_block_sum_race 3 --tools memcheck,racecheck --timeout 300 -- python3 fixtures/src/tvm/tvm_block_sum_mix.py \
+      --bug race
+fi
+if python3 -c "import cutlass.cute" 2>/dev/null; then
+  run cute_ring 0 --timeout 300 -- python3 fixtures/src/cute/cute_ws_ring_run.py
+  run cute_ring_count 4 --timeout 60 -- python3 fixtures/src/cute/cute_ws_ring_run.py --variant cute_ws_ring_count
+  run cute_ring_phase 4 --timeout 60 -- python3 fixtures/src/cute/cute_ws_ring_run.py --variant cute_ws_ring_phase
+fi
 wait
 
 fail=0

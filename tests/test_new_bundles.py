@@ -106,3 +106,27 @@ def test_a_release_is_classified_from_the_sass_when_no_ptx_exists():
     assert all("no WARPSYNC, BAR or NOP" in r["evidence"] for r in unsynced)
     # every reading thread arrives: racecheck finds nothing, nothing to classify
     assert _analyze("release_per_thread_sass", 0)["outcome"] == "clean"
+
+
+def test_a_tvm_module_is_the_repros_own_kernel():
+    """fixtures/src/tvm/tvm_block_sum_mix.py on the H200: TVM compiled its kernel in memory;
+    wsperf's sitecustomize kept the module's source and nvrtc's cubin, which named the scope.
+    Clean with all four tools beside cuBLAS and SDPA; the planted race still stops it."""
+    m = json.loads((EVIDENCE / "tvm_block_sum" / "bundle.json").read_text())
+    assert m["scope"]["mode"] == "user-kernels" and m["scope"]["kernels"] == ["tvm_block_sum_kernel"]
+    assert "TVM's CUDA modules" in m["scope"]["why"]
+    (kept,) = [r["outputs"] for r in m["runs"] if r["phase"] == "generated" and r["tool"] == "tvm"]
+    assert sorted(k.split(":")[0] for k in kept) == ["cubin", "ptx", "source"]
+    cubin = EVIDENCE / "tvm_block_sum" / next(v for k, v in kept.items() if k.startswith("cubin:"))
+    assert cubin.read_bytes()[:4] == b"\x7fELF"  # the binary TVM's own compiler made on the GPU
+    tools = {r["tool"]: r for r in m["runs"] if r["phase"] == "sanitizer"}
+    assert sorted(tools) == ["initcheck", "memcheck", "racecheck", "synccheck"]
+    doc = _analyze("tvm_block_sum", 0)
+    assert doc["outcome"] == "clean"
+    assert any("named by TVM's CUDA modules" in c for c in doc["caveats"])
+    race = _analyze("tvm_block_sum_race", 3)
+    assert race["outcome"] == "correctness"
+    (rc,) = [r for r in race["sanitizer_runs"] if r.get("tool") == "racecheck"]
+    assert rc["errors"] == 32
+    assert any("tvm_block_sum_kernel" in h.get("kernels", []) or "tvm_block_sum_kernel" in str(h)
+               for h in race["handoffs"])

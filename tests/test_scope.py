@@ -32,6 +32,7 @@ def _generated(name: str) -> tuple[Path, dict[str, str]]:
     ("triton_ws4", ("persistent_matmul_ws",)),  # Triton's own warp specialization
     ("triton", ("matmul_tma",)),  # the 4096^3 TMA matmul, launched twice
     ("torch_vendor", ("scale_rows",)),  # next to cuBLAS and cuDNN in a PyTorch program
+    ("tvm_block_sum", ("tvm_block_sum_kernel",)),  # a TVM module, kept by wsperf's sitecustomize
 ])
 def test_a_python_repro_is_scoped_to_the_kernels_it_compiled(bundle, kernels):
     root, gen = _generated(bundle)
