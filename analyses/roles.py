@@ -108,7 +108,10 @@ def build_blocks(instrs: list[Instr]) -> dict[int, Block]:
         t = _target(last) if last.opcode in ("BRA", "JMP", "CALL") else None
         if t in blocks:
             b.succ.add(t)
-        unconditional = last.opcode in _NO_FALLTHROUGH or (
+        # A guarded EXIT or RET ends only the lanes whose guard holds: the others go on
+        # (`@P0 EXIT` after `if (threadIdx.x == 0)` is no separate code path).
+        ends = last.opcode in _NO_FALLTHROUGH and (last.guard is None or last.opcode in ("BRX", "JMX"))
+        unconditional = ends or (
             last.opcode in ("BRA", "JMP") and last.guard is None and last.opcode_full in ("BRA", "JMP")
         )
         if not unconditional and b.start in nxt:

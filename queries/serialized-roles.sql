@@ -24,15 +24,15 @@ threshold:
   max_busy_partition_wait_share: 0.10  # a data partition (no math) waiting at most this: the others wait for it instead
   min_partition_samples: 50
 measured: |
-  warp-specialized, confirmed: ws_stream_serialized (1 stage, 3 CTAs/SM) consumer 0.145 / producer 0.533, DRAM 31.8%;
+  warp-specialized, confirmed: ws_stream_serialized (1 stage, 3 CTAs/SM) consumer 0.145 / producer 0.532, DRAM 31.8%;
             ws_stream_serialized1 (1 stage, 1 CTA/SM) 0.140 / 0.529, DRAM 12.6%.
-  rejected: ws_stream_healthy1 (4 stages, 1 CTA/SM: serialized1's control) 0.007 / 0.521;
-            ws_stream_healthy (4 stages) 0.016 / 0.538; ws_stream_consumer 0.001 / 0.552;
+  rejected: ws_stream_healthy1 (4 stages, 1 CTA/SM: serialized1's control) 0.007 / 0.520;
+            ws_stream_healthy (4 stages) 0.016 / 0.537; ws_stream_consumer 0.001 / 0.552;
             ws_stream_spill 0.094 / 0.548; ws_stream_producer 0.874 / 0.001; gemm_wgmma_cpasync 0.389 / 0.047;
             torch_mm (cuBLAS) 0.010 / 0.004.
   ring depth on one kernel (gemm_wgmma_tma, fixtures/collect_gemm_stages.sh: GEMM_STAGES 2, 4, 6;
-            fixtures/reports/gemm_stages.times.txt, 5 launches each): 2 stages 0.475 / 0.887, 331-333 us
-            (confirmed); 4 stages 0.180 / 0.761, 221-223 us, and 6 stages 0.143 / 0.606, 217-221 us (both
+            fixtures/reports/gemm_stages.times.txt, 5 launches each): 2 stages 0.486 / 0.740, 331-333 us
+            (confirmed); 4 stages 0.188 / 0.552, 221-223 us, and 6 stages 0.148 / 0.487, 217-221 us (both
             rejected: two more stages gained 2%, so waits under min_deep_ring_wait_share in a ring deeper
             than max_shallow_inits barriers are not its depth). Wait sites follow the phase check's
             predicate to its branch: a hoisted check (the branch 9 instructions later in this kernel) had

@@ -96,6 +96,30 @@ def test_ffma_in_static_sass_is_no_data_without_expect():
     assert _status(k, "missing-specialized-instructions") == "rejected"  # wgmma + TMA: evidence in the code
 
 
+def test_one_thread_after_a_cta_barrier_is_not_warp_specialization(tmp_path):
+    """TVM TIRx's block sum (fixtures/src/tvm/README.md; nvrtc's cubin from the H200 run):
+    every thread loads and stores into shared memory, `__syncthreads()`, then `@P0 EXIT`
+    for all but thread 0, which adds. A guarded EXIT ends only its lanes: thread 0's sum
+    follows the copy on one path, so there is no producer and no consumer path. Before,
+    the guarded EXIT cut the graph and the sheet said "warp-specialized: yes" with a
+    producer (the copy) and a consumer (the sum). The warp-specialized GEMM's prologue,
+    run by every warp before its dispatch, is common code likewise (it read consumer)."""
+    cubin = ROOT / "fixtures" / "evidence" / "tvm_block_sum" / "generated" / "tvm" / "tvm_1de17ff738b2bc82.cubin"
+    (k,) = _inspect_json(cubin)
+    assert k["name"] == "tvm_block_sum_kernel"
+    for hid in ("producer-bound", "partition-bound"):
+        (f,) = [f for f in k["findings"] if f["id"] == hid]
+        assert f["status"] == "rejected" and "not warp-specialized" in f["summary"], f
+    con = open_store(tmp_path / "s.duckdb")
+    inspect(con, [SM90])
+    first = con.execute("""SELECT p.role FROM role_pcs AS p JOIN launches AS l USING (launch_id)
+                           WHERE l.kernel_demangled LIKE 'void gemm_ws<true>%' ORDER BY p.pc LIMIT 1""").fetchone()
+    assert first == ("common",)
+    ws = con.execute("""SELECT w.warp_specialized FROM warp_specialization AS w JOIN launches AS l USING (launch_id)
+                        WHERE l.kernel_demangled LIKE 'void gemm_ws<true>%'""").fetchone()
+    assert ws == (True,)
+
+
 def test_every_kernel_of_a_binary_is_reported():
     ks = _inspect_json(SM100)
     assert sorted(k["name"] for k in ks) == ["tcgen05_fallback", "tcgen05_gemm", "tcgen05_spill"]
