@@ -204,7 +204,12 @@ class _Reader:
         not asked for (NULL), except the duration's, which scales duration_ns: the first
         IMetric.unit() of each metric costs ncu_report ~0.1 ms, ~0.13 s for a `--set full`
         launch's 2,200 metrics, a sixth of a one-launch analyze that never shows them."""
-        import ncu_report  # only ever imported in the reader processes
+        try:
+            import ncu_report  # only ever imported in the reader processes
+        except ImportError as e:
+            raise ReportError(f"{name}: cannot be read: the Python module ncu_report cannot be imported ({e}); "
+                              "install it (`pip install ncu-report`) or put Nsight Compute's extras/python on "
+                              "PYTHONPATH (`wsperf doctor` shows what it finds); nothing was stored") from None
 
         self.nr = ncu_report
         self.path, self.report, self.out, self.reader, self.units = path, name, out, reader, units

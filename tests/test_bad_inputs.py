@@ -33,7 +33,7 @@ import pytest
 
 import corpus
 from bundles import deadlock_bundle, sanitizer_bundle
-from support import ENV, REPORTS, ROOT, time_limit, wsperf_exe
+from support import ENV, REPORTS, ROOT, assert_one_error_line, time_limit, wsperf_exe
 from wsperf.analyses.config import load_config
 from wsperf.analyses.evidence import gather
 from wsperf.analyses.worksheet import worksheet
@@ -456,3 +456,20 @@ def test_zz_inputs_tried_by_kind():
     print("\nbad inputs tried:\n" + "\n".join(lines))
     if len(kinds) >= 10:  # the whole module ran
         assert sum(TRIED.values()) >= 350, TRIED
+
+
+def test_a_missing_ncu_report_module_is_one_error_line(tmp_path):
+    """Without ncu_report importable in the reader processes, analyze said nothing useful:
+    a RuntimeError around the reader's ModuleNotFoundError traceback, exit 1. A module that
+    fails to import as a missing one does (raised where the import finds it first) stands for
+    an environment without the package."""
+    (tmp_path / "ncu_report.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'ncu_report'\", name='ncu_report')\n")
+    db = tmp_path / "s.duckdb"
+    p = subprocess.run([wsperf_exe(), "analyze", str(REPORTS / "ws_stream_healthy.ncu-rep"), "--db", str(db)],
+                       capture_output=True, text=True, timeout=300,
+                       env={**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), ENV.get("PYTHONPATH")]))})
+    assert_one_error_line(p, 2, "ncu_report cannot be imported", "pip install ncu-report")
+    con = duckdb.connect(str(db), read_only=True) if db.exists() else None
+    if con is not None:  # nothing stored for the report
+        assert con.execute("SELECT count(*) FROM launches").fetchone() == (0,)
