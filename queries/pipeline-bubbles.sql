@@ -8,6 +8,7 @@ evidence:
   - epilogue_share - last consumer compute to CTA exit (the CTA's last event), as a share of the CTA's time
   - overlap - timeline_overlap: share of producer copy intervals whose midpoint falls inside a consumer compute interval of the same CTA (a steady-state bubble needs idle consumers and copies that do not overlap compute)
   - cut_warps, slots_per_warp, slots_needed - timeline_truncation: traced warps that filled their slots before their kernel end. Every share above runs to the CTA's end, which lies past a cut warp's last record, so with any warp cut the verdict is no_data (its reason names the warps and the slots per warp that would have sufficed) and the shares are left out
+  - roles_named - some interval's role is producer or consumer. A trace whose every event is 'other' (Proton's trace of fixtures/timeline/proton_staged.chrome_trace, whose warps each copy and then compute) cannot tell idle consumers or producer copies: no_data
 requires: [timeline_events, timeline_overlap, timeline_truncation]
 missing: >
   no role timeline in the store: collect one with the wsperf_trace.cuh macros (build with
@@ -48,7 +49,7 @@ WITH ev AS (
 iv AS (
     SELECT * FROM timeline_intervals WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
--- Compute by any non-producer warp: a trace without roles ('other') still counts.
+-- Compute by any non-producer warp; a trace that names no role at all is no_data (below).
 comp AS (SELECT * FROM iv WHERE event = 'compute' AND role <> 'producer'),
 -- The copy/compute overlap: the view serialized-roles cites too (queries/timeline_schema.sql).
 overlap AS (
@@ -99,7 +100,9 @@ v AS (
            m.prologue_share, m.epilogue_share, m.ctas, m.cta_ns, m.stages,
            (SELECT avg(idle_share) FROM per_warp AS w WHERE w.launch_id = l.launch_id) AS steady_idle_share,
            o.overlap, coalesce(o.copy_intervals, 0) AS copy_intervals,
-           coalesce(k.cut_warps, 0) AS cut_warps, k.slots_per_warp, k.slots_needed, k.reason AS cut_reason
+           coalesce(k.cut_warps, 0) AS cut_warps, k.slots_per_warp, k.slots_needed, k.reason AS cut_reason,
+           coalesce((SELECT bool_or(role IN ('producer', 'consumer')) FROM iv WHERE iv.launch_id = l.launch_id), false)
+               AS roles_named
     FROM launches AS l
     LEFT JOIN m USING (launch_id)
     LEFT JOIN overlap AS o USING (launch_id)
@@ -120,7 +123,7 @@ r AS (
 SELECT
     launch_id,
     CASE
-        WHEN events = 0 OR prologue_share IS NULL OR cut_warps > 0 THEN 'no_data'
+        WHEN events = 0 OR prologue_share IS NULL OR cut_warps > 0 OR NOT roles_named THEN 'no_data'
         WHEN prologue_share >= $min_prologue_share OR epilogue_share >= $min_epilogue_share
              OR (steady_idle_share >= $min_steady_idle_share AND coalesce(overlap, 0) <= $max_overlap)
             THEN 'confirmed'
@@ -133,6 +136,10 @@ SELECT
         WHEN cut_warps > 0 THEN
             'no shares past a cut warp''s last record: ' || cut_reason
             || '; trace again with that many (wsperf_trace_alloc''s slots_per_warp)'
+        WHEN NOT roles_named THEN
+            'the timeline names no roles (every event''s role is ''other''): consumers idle and producer copies need '
+            || 'warps marked as producer or consumer (WSPERF_ROLE_* in wsperf_trace.cuh, or a role word in a Chrome '
+            || 'trace''s track or event names)'
         WHEN prologue_share IS NULL THEN
             'the timeline has no consumer compute intervals: collect WSPERF_BEGIN/WSPERF_END around WSPERF_EV_COMPUTE in the consumer warps'
         ELSE printf('prologue %.0f%%, consumers idle %.0f%% between stages, epilogue %.0f%% of the CTA; '
@@ -141,10 +148,10 @@ SELECT
                     100 * coalesce(overlap, 0), ctas, cta_ns / 1000.0)
     END AS summary,
     -- A cut warp leaves every share unknown: none is shown (the CTA's end is past the cut).
-    CASE WHEN prologue_share IS NULL OR cut_warps > 0 THEN NULL ELSE bubble END AS bubble,
-    CASE WHEN cut_warps = 0 THEN round(prologue_share, 4) END AS prologue_share,
-    CASE WHEN cut_warps = 0 THEN round(steady_idle_share, 4) END AS steady_idle_share,
-    CASE WHEN cut_warps = 0 THEN round(epilogue_share, 4) END AS epilogue_share,
+    CASE WHEN prologue_share IS NULL OR cut_warps > 0 OR NOT roles_named THEN NULL ELSE bubble END AS bubble,
+    CASE WHEN cut_warps = 0 AND roles_named THEN round(prologue_share, 4) END AS prologue_share,
+    CASE WHEN cut_warps = 0 AND roles_named THEN round(steady_idle_share, 4) END AS steady_idle_share,
+    CASE WHEN cut_warps = 0 AND roles_named THEN round(epilogue_share, 4) END AS epilogue_share,
     round(overlap, 4) AS overlap,
     copy_intervals,
     ctas,

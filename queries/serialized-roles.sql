@@ -11,7 +11,8 @@ evidence:
   - cut_warps - timeline_overlap.cut_warps, traced warps whose later events the trace buffer dropped. With any cut the overlap is unknown (NULL): the PC samples decide alone, and the summary says why the timeline could not
 optional:
   # Created when a role timeline loads (queries/timeline_schema.sql); the stand-in's columns.
-  timeline_overlap: launch_id BIGINT, overlap DOUBLE, copy_intervals BIGINT, cut_warps BIGINT, cut_reason VARCHAR
+  timeline_overlap: launch_id BIGINT, overlap DOUBLE, copy_intervals BIGINT, cut_warps BIGINT, cut_reason VARCHAR,
+    roles_named BOOLEAN
 threshold:
   min_consumer_wait_share: 0.10   # consumers wait for each stage
   min_producer_wait_share: 0.30   # and the producer waits for each slot
@@ -101,12 +102,13 @@ busy AS (
 ),
 -- The role timeline's copy/compute overlap (an empty stand-in while no timeline is loaded).
 tl AS (
-    SELECT launch_id, overlap, copy_intervals, cut_warps, cut_reason FROM timeline_overlap
+    SELECT launch_id, overlap, copy_intervals, cut_warps, cut_reason, roles_named FROM timeline_overlap
     WHERE launch_id IN (SELECT launch_id FROM _wsperf_ids)
 ),
 v AS (
     SELECT l.launch_id, w.warp_specialized, r.*, ld.loop_load_wait_share, m.dram_pct,
            coalesce(s.mbarrier_inits, 0) AS mbarrier_inits, tl.overlap, tl.copy_intervals, tl.cut_warps, tl.cut_reason,
+           tl.roles_named,
            b.busy_partition, b.busy_wait_share
     FROM launches AS l
     LEFT JOIN warp_specialization AS w USING (launch_id)
@@ -180,6 +182,9 @@ SELECT
     END AS status,
     CASE WHEN overlap IS NULL AND cut_warps > 0
              THEN pc_summary || '; the role timeline cannot say (no overlap past a cut warp''s last record): ' || cut_reason
+         WHEN overlap IS NULL AND roles_named = false
+             THEN pc_summary || '; the role timeline cannot say: it names no producer or consumer (every event''s role '
+                  || 'is ''other''), so its copies and computes are not two roles taking turns'
          WHEN overlap IS NULL THEN pc_summary
          ELSE printf('the role timeline shows copy and compute %s: %.0f%% of %d producer copies run during consumer compute',
                      CASE WHEN overlap <= $max_overlap THEN 'taking turns' ELSE 'overlapping' END,

@@ -162,7 +162,10 @@ FROM cut AS c JOIN traced AS t USING (timeline_id);
 -- turns), four about 1 (fixtures/timeline: ring1 0.000, ring4 0.969). The figure both
 -- `pipeline-bubbles` and `serialized-roles` cite. No row for a launch without copies. Where a
 -- warp of the launch's timelines was cut (timeline_truncation), the copies and computes after
--- its cut are missing and the overlap is NULL (no_data), with the reason.
+-- its cut are missing and the overlap is NULL (no_data), with the reason. A launch whose
+-- intervals name neither a producer nor a consumer (every role 'other': a Proton trace of a
+-- kernel whose warps each copy and then compute) has no roles whose turns it could measure:
+-- its overlap is NULL too, and roles_named false.
 CREATE OR REPLACE VIEW timeline_overlap AS
 WITH copies AS (SELECT * FROM timeline_intervals WHERE event = 'copy' AND role <> 'consumer'),
 comp AS (SELECT * FROM timeline_intervals WHERE event = 'compute' AND role <> 'producer'),
@@ -178,6 +181,10 @@ cut AS (
     SELECT launch_id, CAST(sum(cut_warps) AS BIGINT) AS cut_warps, string_agg(reason, '; ' ORDER BY timeline_id) AS reason
     FROM timeline_truncation GROUP BY launch_id
 ),
+named AS (
+    SELECT launch_id, bool_or(role IN ('producer', 'consumer')) AS roles_named
+    FROM timeline_intervals GROUP BY launch_id
+),
 o AS (
     SELECT launch_id, avg(CASE WHEN hit THEN 1.0 ELSE 0.0 END) AS overlap, count(*) AS copy_intervals,
            count(DISTINCT (timeline_id, cta)) AS ctas
@@ -185,12 +192,13 @@ o AS (
 )
 SELECT
     o.launch_id,                                            -- launches.launch_id
-    CASE WHEN cut.cut_warps IS NULL THEN o.overlap END AS overlap,  -- share of copy intervals during consumer compute (0..1); NULL where warps were cut
+    CASE WHEN cut.cut_warps IS NULL AND named.roles_named THEN o.overlap END AS overlap,  -- share of copy intervals during consumer compute (0..1); NULL where warps were cut or no role is named
     o.copy_intervals,                                       -- copy intervals measured (recorded ones, where warps were cut)
     o.ctas,                                                 -- traced CTAs with copies
     coalesce(cut.cut_warps, 0) AS cut_warps,                -- warps of the launch's timelines whose later events were dropped
-    cut.reason AS cut_reason                                -- timeline_truncation.reason; NULL: none cut
-FROM o LEFT JOIN cut USING (launch_id);
+    cut.reason AS cut_reason,                               -- timeline_truncation.reason; NULL: none cut
+    coalesce(named.roles_named, false) AS roles_named       -- some interval's role is producer or consumer (else every role is 'other')
+FROM o LEFT JOIN cut USING (launch_id) LEFT JOIN named USING (launch_id);
 
 -- Nsight Compute's own time series: each PM-sampled metric holds one instance per sample, and
 -- the instance's correlation id is the sample's GPU timestamp. Two namings, both measured on

@@ -72,7 +72,7 @@ def test_every_timeline_column_is_documented_with_a_comment():
     # and every column of the truncation and overlap views has its comment
     views = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN "
                         "('timeline_cut_warps', 'timeline_truncation', 'timeline_overlap')").fetchall()
-    assert len(views) == 10 + 10 + 6
+    assert len(views) == 10 + 10 + 7
     assert [(t, c) for t, c in views if not re.search(rf"\b{c},?\s+--", sql)] == []
 
 
@@ -210,6 +210,23 @@ def test_proton_trace_imports():
     assert t.events > 0 and {"copy", "compute"} <= set(events), events
     n, = con.execute("SELECT count(*) FROM timeline_intervals WHERE dur_ns < 0").fetchone()
     assert n == 0
+
+
+def test_a_trace_that_names_no_roles_decides_neither_bubbles_nor_turns():
+    """Proton's trace of the staged kernel: every warp copies, then computes, and no event
+    names a role (all 'other'). Its copy/compute overlap (0.285) is no measure of two roles
+    taking turns: before, it gave pipeline-bubbles 'rejected' with "consumers idle 5%" and
+    serialized-roles 'confirmed'. Both are no_data now, and say why; ring1, whose warps are
+    marked producer and consumer, is still decided (test_report_joins_the_launch_...)."""
+    p = wsperf("timeline", TIMELINES / "proton_staged.chrome_trace", "-f", "json")
+    assert p.returncode == 0, p.stderr
+    (t,) = json.loads(p.stdout)["timelines"]
+    assert {r["role"] for r in t["roles"]} == {"other"}
+    bubbles, turns = t["pipeline_bubbles"], t["serialized_roles"]
+    assert bubbles["status"] == "no_data" and "names no roles" in bubbles["summary"]
+    assert bubbles["evidence"]["overlap"] is None and bubbles["evidence"]["steady_idle_share"] is None
+    assert turns["status"] == "no_data" and "names no producer or consumer" in turns["summary"]
+    assert turns["evidence"]["overlap"] is None
 
 
 def test_report_joins_the_launch_of_the_same_kernel():
