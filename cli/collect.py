@@ -94,7 +94,7 @@ def collect(
         err.print(render.plain(f"wsperf collect: bundle {result.bundle}"))
         con = open_store(None)
         evidence = gather(con, [result.bundle])
-        gate = handoff(evidence, fmt, allow_unverified)
+        gate = handoff(evidence, fmt, allow_unverified, tuple(result.problems))
         results = None
         if gate.allows_verdicts(allow_unverified) and result.report is not None:
             load_with_progress(con, [result.report])

@@ -44,8 +44,10 @@ class Gate:
         return self.code == ExitCode.OK or (self.code == ExitCode.UNVERIFIED and allow_unverified)
 
 
-def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = False) -> Gate:
-    """Apply the rule to `evidence`, printing the report it calls for."""
+def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = False,
+            missing: tuple[str, ...] = ()) -> Gate:
+    """Apply the rule to `evidence`, printing the report it calls for. `missing`: what this
+    machine lacks for a check (collect's problems: no GPU, no compute-sanitizer), said first."""
     if evidence.hang is None and not evidence.sanitizer and evidence.verification is None:
         return Gate(ExitCode.OK, ())  # reports alone: they claim nothing about correctness
     # Imported only where there is evidence to judge (start-up time, not a cycle): the
@@ -81,8 +83,9 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
     if ver is not None and not ver.verified:
         caveats = [f"correctness unverified: {p}" for p in ver.problems] + caveats
         if not allow_unverified or fmt is not OutputFormat.json:
-            emit(fmt, ver, _unverified_text, _unverified_json, _unverified_markdown)
-        return Gate(ExitCode.UNVERIFIED, tuple(caveats), "unverified", _unverified_markdown(ver))
+            emit(fmt, ver, lambda v, console: _unverified_text(v, console, missing),
+                 lambda v: _unverified_json(v, missing), lambda v: _unverified_markdown(v, missing))
+        return Gate(ExitCode.UNVERIFIED, tuple(caveats), "unverified", _unverified_markdown(ver, missing))
     return Gate(ExitCode.OK, tuple(caveats))
 
 
@@ -273,22 +276,33 @@ _NEXT = ("Collect again (a larger --timeout, or --kernel to check only your kern
          "to see the verdicts marked unverified.")
 
 
-def _unverified_text(ver: Verification, console) -> None:
-    console.print(Text(_UNVERIFIED, style="bold yellow"))
-    for p in ver.problems:
+def _missing_lines(missing: tuple[str, ...]) -> tuple[str, str]:
+    """The headline and the next step when this machine lacks what a check needs."""
+    return (f"Correctness cannot be checked on this machine: {'; '.join(missing)}.",
+            "Install what is missing (or run collect on a machine with an NVIDIA GPU and the CUDA toolkit), "
+            "then collect again.")
+
+
+def _unverified_text(ver: Verification, console, missing: tuple[str, ...] = ()) -> None:
+    head, after = _missing_lines(missing) if missing else (_UNVERIFIED, _NEXT)
+    console.print(Text(head, style="bold red" if missing else "bold yellow"), soft_wrap=bool(missing))
+    # what the bundle lacks follows from what the machine lacks: one line, not a bullet per tool
+    for p in ver.problems[:1] if missing else ver.problems:
         console.print(Text.assemble("  - ", plain(p)), soft_wrap=True)
     if ver.tools:
         console.print(plain(f"  read whole: {', '.join(ver.tools)}"))
-    console.print(plain(_NEXT))
+    console.print(plain(after))
 
 
-def _unverified_json(ver: Verification) -> str:
-    return json.dumps({"outcome": "unverified", "exit_code": ExitCode.UNVERIFIED, "problems": list(ver.problems),
-                       "tools_read": list(ver.tools), "next": _NEXT}, indent=2)
+def _unverified_json(ver: Verification, missing: tuple[str, ...] = ()) -> str:
+    return json.dumps({"outcome": "unverified", "exit_code": ExitCode.UNVERIFIED, "missing": list(missing),
+                       "problems": list(ver.problems), "tools_read": list(ver.tools),
+                       "next": _missing_lines(missing)[1] if missing else _NEXT}, indent=2)
 
 
-def _unverified_markdown(ver: Verification) -> str:
-    lines = [f"**{_UNVERIFIED}**", ""] + [f"- {md(p)}" for p in ver.problems]
+def _unverified_markdown(ver: Verification, missing: tuple[str, ...] = ()) -> str:
+    head, after = _missing_lines(missing) if missing else (_UNVERIFIED, _NEXT)
+    lines = [f"**{md(head)}**", ""] + [f"- {md(p)}" for p in ver.problems]
     if ver.tools:
         lines += ["", f"Read whole: {', '.join(ver.tools)}."]
-    return "\n".join(lines + ["", _NEXT, ""])
+    return "\n".join(lines + ["", after, ""])
