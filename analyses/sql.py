@@ -28,6 +28,7 @@ from typing import Any
 import duckdb
 
 from wsperf.analyses.roles import build_roles
+from wsperf.collectors.catalog import create_every_table
 from wsperf.collectors.errors import InputError, QueryError
 from wsperf.collectors.limits import duckdb_config
 from wsperf.collectors.ncu import load_reports
@@ -136,6 +137,7 @@ def query_store(db: str | os.PathLike[str] | None, reports: Sequence[str | os.Pa
     try:
         load(con, list(reports))
         build_roles(con)  # the role tables for what was just loaded
+        create_every_table(con)  # every documented table and view, empty where nothing filled it
     except BaseException:
         con.close()
         raise

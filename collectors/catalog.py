@@ -72,6 +72,16 @@ def _catalogs() -> tuple[dict[str, dict[str, str | None]], dict[str, dict[str, s
         return base, catalog(con)
 
 
+def create_every_table(con: duckdb.DuckDBPyConnection) -> None:
+    """Create, empty, every table and view created on first use (LAZY_SCHEMAS) that is not
+    there yet: a store a user queries holds every documented object (a query of `pm_samples`
+    on a report no timeline was loaded from finds it empty, not missing). Each DDL file is
+    idempotent; a table already holding rows is left as it is."""
+    files = resources.files("wsperf.queries")
+    for name in LAZY_SCHEMAS:
+        con.execute((files / name).read_text(encoding="utf-8"))
+
+
 def expected_catalog() -> dict[str, dict[str, str | None]]:
     """The catalog wsperf's own DDL makes: schema.sql with its figure views, and every
     table and view created on first use."""
