@@ -22,7 +22,8 @@ _TOOLS: dict[str, tuple[list[str], str]] = {
     "ncu": (["ncu", "--version"], r"Version\s+(\S+)"),
     "compute-sanitizer": (["compute-sanitizer", "--version"], r"Version\s+(\S+)"),
     "nvcc": (["nvcc", "--version"], r"release\s+([\d.]+)"),
-    "cuda-gdb": (["cuda-gdb", "--version"], r"CUDA-GDB\s+.*?(\d+\.\d+\S*)"),
+    # 13.0: "NVIDIA (R) cuda-gdb 13.0" (fixtures/tools); older releases spell it CUDA-GDB
+    "cuda-gdb": (["cuda-gdb", "--version"], r"(?:cuda-gdb|CUDA-GDB)\s+(?:.*?\s)?(\d+\.\d+\S*)"),
     "cuobjdump": (["cuobjdump", "--version"], r"release\s+([\d.]+)"),
     "nvdisasm": (["nvdisasm", "--version"], r"release\s+([\d.]+)"),
 }
@@ -89,10 +90,16 @@ def probe_tool(name: str) -> Tool:
     if path is None:
         return Tool(name, None, None, "not on PATH")
     rc, out = _run([path, *argv[1:]])
-    m = re.search(pattern, out)
-    if m:
-        return Tool(name, path, m.group(1))
+    version = tool_version(name, out)
+    if version:
+        return Tool(name, path, version)
     return Tool(name, path, None, f"version not understood (exit {rc})")
+
+
+def tool_version(name: str, out: str) -> str | None:
+    """The version a tool's own `--version` text gives, or None."""
+    m = re.search(_TOOLS[name][1], out)
+    return m.group(1) if m else None
 
 
 def probe_gpus() -> tuple[list[Gpu], str]:

@@ -189,3 +189,14 @@ def test_history_chart_time_axis_is_readable(tmp_path):
     ticks = [x for x in labels if re.fullmatch(r"[\d:.]+", x) and ":" in x]
     # runs seconds apart: whole HH:MM:SS labels, never Vega's ".800" / ":47" fragments
     assert ticks and all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in ticks), labels
+
+
+def test_cuda_gdb_13_names_its_version():
+    """REPORT.md and `doctor` said "cuda-gdb ?" on the H200: cuda-gdb 13.0 calls itself
+    `NVIDIA (R) cuda-gdb 13.0` (its real `--version`, fixtures/tools), which the pattern for
+    `CUDA-GDB ...` missed. The `exec:` line naming cuda-gdb-python3.12-tui is no version."""
+    from wsperf.collectors.environment import tool_version
+
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "tools" / "cuda-gdb-13.0.version.txt").read_text()
+    assert text.startswith("exec: ") and tool_version("cuda-gdb", text) == "13.0"
+    assert tool_version("cuda-gdb", text.splitlines()[0]) is None
