@@ -70,7 +70,8 @@ def occupancy_chart(s: TimelineSummary) -> alt.TopLevelMixin | None:
     return alt.Chart(data).mark_line(interpolate="step-after").encode(
         x=alt.X("t_us:Q", title="time since the first event (us)"),
         y=alt.Y("full_stages:Q", title="full stages", axis=alt.Axis(tickMinStep=1)),
-        color=alt.Color("cta:N", title="CTA"),
+        # CTAs in number order (a text sort put "CTA 12" before "CTA 6")
+        color=alt.Color("cta:N", title="CTA", sort=[f"CTA {c}" for c in sorted({o.cta for o in s.occupancy})]),
         tooltip=["cta", alt.Tooltip("t_us:Q", format=".3f"), "full_stages"],
     ).properties(width=_WIDTH, height=160, title=title)
 

@@ -165,6 +165,11 @@ def test_charts_show_what_sql_says(traces, name, stages):
     peak = max(r["full_stages"] for r in occ)
     assert min(r["full_stages"] for r in occ) >= 0 and peak <= stages
     assert peak == 1 if stages == 1 else peak >= 2
+    # the legend lists the CTAs in number order: "CTA 0, 6, 12, 18", not "CTA 0, 12, 18, 6"
+    spec = charts[f"timeline{s.timeline_id}_occupancy"].to_dict()
+    order = spec["encoding"]["color"]["sort"]
+    assert order == sorted(order, key=lambda c: int(c.split()[1])) and len(order) > 1
+    assert set(order) == {r["cta"] for r in occ}
 
 
 def test_perfetto_export_reads_back_the_same(tmp_path):
