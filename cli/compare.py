@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from wsperf.cli.table import Table
 from rich.text import Text
 
 from wsperf.analyses.compare import Change, CompareResult, FigureChange, KernelComparison, \

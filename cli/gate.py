@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rich.table import Table
+from wsperf.cli.table import Table
 from rich.text import Text
 
 from wsperf.analyses.evidence import Evidence, Verification
@@ -167,8 +167,8 @@ def _correctness_text(value: _Correctness, console) -> None:
         t = Table(title="how each role releases the stage it read (from the generated PTX)", title_justify="left")
         for c in ("kernel", "barrier", "role", "release", "evidence", "check"):
             t.add_column(c)
-        for r in rel:
-            t.add_row(plain(_short(r.kernel)), plain(r.barrier), plain(r.role),
+        for r, name in zip(rel, render.distinct_names(r.kernel for r in rel)):
+            t.add_row(plain(name), plain(r.barrier), plain(r.role),
                       Text(r.release.value, style="yellow" if r.release.value == "warp-synced-single-lane-release"
                            else "red" if r.release.value == "unsynced-single-lane-release" else ""),
                       plain(r.evidence + (f" ({r.source})" if r.source else "")), plain(r.check))
@@ -177,8 +177,8 @@ def _correctness_text(value: _Correctness, console) -> None:
         t = Table(title="the racing accesses in the generated PTX (racecheck's source lines)", title_justify="left")
         for c in ("kernel", "access", "source", "PTX", "what"):
             t.add_column(c)
-        for a in acc:
-            t.add_row(plain(_short(a.kernel)), plain(a.access), plain(a.source),
+        for a, name in zip(acc, render.distinct_names(a.kernel for a in acc)):
+            t.add_row(plain(name), plain(a.access), plain(a.source),
                       plain("; ".join(f"line {n}: {i}" for n, i in zip(a.ptx_lines, a.instructions))
                             + (f"; {'after' if a.access == 'read' else 'before'} {a.barrier}" if a.barrier else "")),
                       plain(a.what))
@@ -195,10 +195,6 @@ def _correctness_text(value: _Correctness, console) -> None:
 def _checked(ver: Verification | None) -> list[str]:
     """What the sanitizer checked (when not every kernel) and what ran again without its filter."""
     return ([ver.scope] if ver.scope else []) + list(ver.retried) if ver is not None else []
-
-
-def _short(kernel: str) -> str:
-    return kernel if len(kernel) <= 48 else kernel[:45] + "..."
 
 
 def _deadlock_text(rep: DeadlockReport, console) -> None:

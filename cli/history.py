@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from wsperf.cli.table import Table
 
 from wsperf.analyses.config import load_config
 from wsperf.analyses.nsys import nsys_history

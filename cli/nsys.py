@@ -18,7 +18,7 @@ from typing import Any, Optional
 import duckdb
 import typer
 from rich.console import Console
-from rich.table import Table
+from wsperf.cli.table import Table
 
 from wsperf.analyses.analyze import analyze as run_analysis
 from wsperf.analyses.analyze import launch_ids_of_reports
@@ -37,7 +37,8 @@ from wsperf.analyses.nsys import (
 )
 from wsperf.cli.common import check_outputs, emit, err, error_boundary, load_with_progress
 from wsperf.cli.runs import begin_run
-from wsperf.cli.render import OutputFormat, analyses_json, analyses_markdown, analyses_text, duration, md, plain
+from wsperf.cli.render import OutputFormat, analyses_json, analyses_markdown, analyses_text, distinct_names, \
+    duration, fold_name, md, plain
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import is_nsys_input, split_inputs
 from wsperf.collectors.nsys import load_nsys_export
@@ -205,9 +206,6 @@ def _stream(s: Any) -> str:
     return f"pid {s.pid} dev {s.device_id} stream {s.stream_id}"
 
 
-def _short(name: str | None, limit: int = 90) -> str:
-    t = "?" if name is None else str(name)
-    return t if len(t) <= limit else t[: limit - 1] + "\u2026"
 
 
 def _exports_lines(s: NsysSummary) -> list[str]:
@@ -231,14 +229,15 @@ def nsys_text(rep: NsysReport, console: Console) -> None:
         console.print("[bold]Nsight Compute launches, by their kernel's share of GPU time[/bold]")
         for r in rep.ranked:
             a = r.analysis.summary
-            console.print(plain(f"  launch {a.launch_id} {_short(a.name, 70)}: {r.headline}"))
+            console.print(plain(f"  launch {a.launch_id} {fold_name(a.name)}: {r.headline}"))
         analyses_text([r.analysis for r in rep.ranked], console)
     t = Table(title=f"Kernels by GPU time (top {min(rep.top, len(s.kernels))} of {len(s.kernels)})", title_justify="left")
     for c in ("share", "total", "launches", "median", "p10", "p90", "kernel"):
         t.add_column(c, justify="left" if c == "kernel" else "right")
-    for k in s.kernels[: rep.top]:
+    top = s.kernels[: rep.top]
+    for k, name in zip(top, distinct_names(k.kernel for k in top)):
         t.add_row(_pct(k.share), duration(k.total_ns), str(k.launches), duration(k.median_ns), duration(k.p10_ns),
-                  duration(k.p90_ns), plain(_short(k.kernel)))
+                  duration(k.p90_ns), plain(name))
     console.print(t)
     t = Table(title="Streams: idle gaps (gpu-waits-on-host)", title_justify="left")
     for c in ("stream", "kernels", "copies", "span", "idle", "host wait", "status", "finding"):
@@ -261,7 +260,7 @@ def nsys_text(rep: NsysReport, console: Console) -> None:
             t.add_column(c)
         for n in s.nvtx[: rep.top]:
             name = f"{n.domain}: {n.text}" if n.domain else str(n.text)
-            t.add_row(plain(_short(name, 60)), str(n.ranges), duration(n.total_ns), duration(n.median_ns),
+            t.add_row(plain(name), str(n.ranges), duration(n.total_ns), duration(n.median_ns),
                       str(n.kernels), duration(n.kernel_ns))
         console.print(t)
     for g in s.findings():
@@ -309,13 +308,15 @@ def nsys_markdown(rep: NsysReport) -> str:
     out += [md(line) + "  " for line in _exports_lines(s)] + [""]
     if rep.ranked:
         out += ["### Nsight Compute launches by GPU time", ""]
-        out += [f"- launch {r.analysis.summary.launch_id} {md(_short(r.analysis.summary.name, 70))}: "
+        out += [f"- launch {r.analysis.summary.launch_id} {md(fold_name(r.analysis.summary.name))}: "
                 f"**{md(r.headline)}**" for r in rep.ranked] + [""]
         out += [analyses_markdown([r.analysis for r in rep.ranked])]
     out += ["### Kernels by GPU time", "", "| share | total | launches | median | p10 | p90 | kernel |",
             "| ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    top = s.kernels[: rep.top]
     out += [f"| {_pct(k.share)} | {duration(k.total_ns)} | {k.launches} | {duration(k.median_ns)} | "
-            f"{duration(k.p10_ns)} | {duration(k.p90_ns)} | {md(_short(k.kernel))} |" for k in s.kernels[: rep.top]]
+            f"{duration(k.p10_ns)} | {duration(k.p90_ns)} | {md(name)} |"
+            for k, name in zip(top, distinct_names(k.kernel for k in top))]
     out += ["", "### Streams", "", "| stream | kernels | span | idle | host wait | status | finding |",
             "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
     out += [f"| {md(_stream(g))} | {g.kernels} | {duration(g.span_ns)} | {duration(g.idle_ns)} | "
@@ -326,6 +327,6 @@ def nsys_markdown(rep: NsysReport) -> str:
     if s.nvtx:
         out += ["", "### NVTX ranges", "", "| range | count | total | kernels launched | their GPU time |",
                 "| --- | ---: | ---: | ---: | ---: |"]
-        out += [f"| {md(_short(f'{n.domain}: {n.text}' if n.domain else n.text, 60))} | {n.ranges} | "
+        out += [f"| {md(f'{n.domain}: {n.text}' if n.domain else n.text)} | {n.ranges} | "
                 f"{duration(n.total_ns)} | {n.kernels} | {duration(n.kernel_ns)} |" for n in s.nvtx[: rep.top]]
     return "\n".join(out) + "\n"

@@ -12,7 +12,7 @@ import re
 from typing import Any, Iterable
 
 from rich.console import Console
-from rich.table import Table
+from wsperf.cli.table import Table
 from rich.text import Text
 
 import wsperf
@@ -180,6 +180,59 @@ def fold_name(name: str | None) -> str:
                 folded = folded[:i] + "(...)"
                 break
     return folded
+
+
+def distinct_names(names: Iterable[str | None]) -> list[str]:
+    """fold_name of each name, where two different names would fold alike, each followed by
+    the part that tells it apart: `void clover::par_ranged2d_kernel<...>(...) [instance 5]`
+    (four lambdas of one template whose folded names were identical). The part is the
+    shortest bracketed group around the first difference, else the word there."""
+    names = ["?" if n is None else str(n) for n in names]
+    folded = [fold_name(n) for n in names]
+    groups: dict[str, set[str]] = {}
+    for n, f in zip(names, folded):
+        groups.setdefault(f, set()).add(n)
+    out = []
+    for n, f in zip(names, folded):
+        same = groups[f]
+        out.append(f if len(same) == 1 or f == n else f"{f} [{_telling_part(n, same)}]")
+    return out
+
+
+def _telling_part(name: str, group: set[str]) -> str:
+    """What of `name` tells it from each other name of its group (distinct_names): per other
+    name, the short bracketed group or the word around the first difference; each part once,
+    in the name's order."""
+    parts: dict[int, str] = {}
+    for other in group:
+        if other != name:
+            at, part = _part_vs(name, other)
+            if part not in parts.values():
+                parts[at] = part
+    return ", ".join(parts[k] for k in sorted(parts))
+
+
+def _part_vs(name: str, other: str) -> tuple[int, str]:
+    """(position, text) of the part of `name` around its first difference from `other`."""
+    start = next((i for i, (a, b) in enumerate(zip(name, other)) if a != b), min(len(name), len(other)))
+    start = min(start, len(name) - 1)
+    pairs = {"(": ")", "<": ">", "[": "]"}
+    for lo in range(start - 1, -1, -1):  # the innermost bracket open before the difference
+        close = pairs.get(name[lo])
+        if close is None:
+            continue
+        depth = 0
+        for hi in range(lo, len(name)):
+            depth += (name[hi] == name[lo]) - (name[hi] == close)
+            if depth == 0:
+                break
+        inner = name[lo + 1:hi]
+        if len(inner) <= _MAX_TEMPLATE:
+            return lo + 1, inner
+        break
+    lo = max(name.rfind(c, 0, start + 1) for c in " ,(<[") + 1
+    his = [i for i in (name.find(c, start) for c in " ,()<>[]") if i >= 0]
+    return lo, name[lo:min(his) if his else len(name)] or name[start]
 
 
 def version() -> str:

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from wsperf.cli.table import Table
 
 from wsperf.analyses.hypotheses import Finding
 from wsperf.analyses.timeline import (RoleShare, TimelineExport, TimelineSummary, export_timeline, load_timelines,
