@@ -653,7 +653,23 @@ def correctness_markdown(rep: Any) -> str:
 
 
 def _warps(ws: Iterable[tuple[tuple[int, int, int], int]]) -> str:
-    return ", ".join(f"block ({b[0]},{b[1]},{b[2]}) warp {w}" for b, w in ws)
+    """Warps grouped by the blocks that hold the same ones, ranges shortened: 'blocks 0-7:
+    warps 0-3 (32 warps)' for what was 32 items of 'block (x,y,z) warp w'."""
+    by_block: dict[tuple[int, int, int], set[int]] = {}
+    for b, w in ws:
+        by_block.setdefault(tuple(b), set()).add(w)
+    groups: dict[frozenset[int], list[tuple[int, int, int]]] = {}
+    for b in sorted(by_block):
+        groups.setdefault(frozenset(by_block[b]), []).append(b)
+    parts = []
+    for warps, blocks in groups.items():
+        if all(b[1] == 0 and b[2] == 0 for b in blocks):
+            where = ("block " if len(blocks) == 1 else "blocks ") + id_ranges(b[0] for b in blocks)
+        else:
+            where = ("block " if len(blocks) == 1 else "blocks ") + ", ".join(f"({x},{y},{z})" for x, y, z in blocks)
+        parts.append(f"{where}: {'warp' if len(warps) == 1 else 'warps'} {id_ranges(warps)}")
+    n = sum(len(w) for w in by_block.values())
+    return "; ".join(parts) + (f" ({n} warps)" if len(parts) > 1 or n > 1 else "")
 
 
 def deadlock_text(rep: Any, console: Console) -> None:

@@ -117,3 +117,12 @@ def test_distinct_names_leaves_unique_names_alone():
     names = ["void gemm_ws<true>(const float *, float *, int)", "void gemm_ws<false>(const float *, float *, int)"]
     assert distinct_names(names) == names
     assert distinct_names([None]) == ["?"]
+
+
+def test_hung_warps_are_grouped_by_block():
+    """gluon_phase (a real H200 hang, 8 CTAs of 8 warps): each wait's warps read as block
+    and warp ranges, not 32 items of 'block (x,y,z) warp w'."""
+    p = wsperf("analyze", FIX / "evidence" / "gluon_phase", env={"COLUMNS": "120"})
+    assert p.returncode == 4, p.stderr
+    assert "blocks 0-7: warps 0-3 (32 warps)" in p.stdout and "blocks 0-7: warp 6 (8 warps)" in p.stdout
+    assert "block (1,0,0) warp" not in p.stdout
