@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import Optional
 
@@ -13,7 +15,8 @@ import typer
 
 from wsperf.analyses.worksheet import Worksheet, worksheet as build
 from wsperf.cli.common import error_boundary
-from wsperf.cli.render import OutputFormat as Format, md, plain
+from wsperf.cli.render import OutputFormat as Format, fold_name, md, plain
+from wsperf.collectors.disasm import demangle
 
 
 def worksheet(
@@ -34,7 +37,29 @@ def worksheet(
         if fmt is Format.json:
             sys.stdout.write(json.dumps(dataclasses.asdict(ws), indent=2, default=str) + "\n")
         else:
-            sys.stdout.write(render(ws, markdown=fmt is Format.markdown))
+            text = render(ws, markdown=fmt is Format.markdown)
+            width = _width()
+            sys.stdout.write(_wrap(text, width) if width and fmt is Format.text else text)
+
+
+def _width() -> int | None:
+    """The terminal's width, or COLUMNS when set; None for a pipe without COLUMNS (a log or a
+    grep gets each item on one line)."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) >= 40:
+        return int(cols)
+    return os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else None
+
+
+def _wrap(text: str, width: int) -> str:
+    """Each line wrapped between words, continued under its item's text (never cut)."""
+    out = []
+    for ln in text.splitlines():
+        body = ln.lstrip(" ")
+        lead = " " * (len(ln) - len(body) + 2)
+        out += textwrap.wrap(ln, width, subsequent_indent=lead, break_long_words=False, break_on_hyphens=False,
+                             drop_whitespace=True) or [""]
+    return "\n".join(out) + "\n"
 
 
 def _where(site) -> str:
@@ -52,8 +77,12 @@ def render(ws: Worksheet, markdown: bool = False) -> str:
     def line(prefix: str, text: str) -> None:
         out.append(prefix + esc(text))
 
+    names = demangle([k.kernel for k in ws.kernels])
     for k in ws.kernels:
-        line(h1, f"{k.kernel}  ({k.source}, {k.target}, {k.threads or '?'} threads)")
+        title = fold_name(names.get(k.kernel, k.kernel))
+        line(h1, f"{title}  ({k.source}, {k.target}, {k.threads or '?'} threads)")
+        if title != k.kernel:
+            line(h2, f"symbol: {k.kernel}")
         line(h2, "flags: " + ("none" if not k.flags else str(len(k.flags)))
              + (f"; {len(k.unchecked)} thing(s) not checked (below)" if k.unchecked else ""))
         for f in k.flags:

@@ -268,7 +268,7 @@ def parse_resource_usage(text: str) -> dict[tuple[str | None, str], dict[str, in
     return out
 
 
-def _demangle(names: list[str]) -> dict[str, str]:
+def demangle(names: list[str]) -> dict[str, str]:
     """Itanium names through c++filt (binutils) when present; else names stay as they are."""
     filt = shutil.which("c++filt") or shutil.which("cu++filt")
     if filt is None or not names:
@@ -316,7 +316,7 @@ def disassemble(path: Path, arch: str | None = None) -> tuple[str, tuple[str, ..
     kernels = by_arch[arch]
     res = _run([cuobjdump, "--dump-resource-usage", str(path)], TOOL_TIMEOUT_S, str(path))
     usage = parse_resource_usage(res.stdout) if res.returncode == 0 else {}
-    names = _demangle(list(kernels))
+    names = demangle(list(kernels))
     for k in kernels.values():
         u = usage.get((arch, k.mangled)) or usage.get((None, k.mangled)) or {}
         k.registers, k.shared_bytes = u.get("REG"), u.get("SHARED")

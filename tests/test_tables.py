@@ -126,3 +126,22 @@ def test_hung_warps_are_grouped_by_block():
     assert p.returncode == 4, p.stderr
     assert "blocks 0-7: warps 0-3 (32 warps)" in p.stdout and "blocks 0-7: warp 6 (8 warps)" in p.stdout
     assert "block (1,0,0) warp" not in p.stdout
+
+
+def test_worksheet_titles_a_kernel_by_its_demangled_name():
+    p = wsperf("worksheet", FIX / "ptx" / "gemm.ptx")
+    assert p.returncode == 0, p.stderr
+    first, second = p.stdout.splitlines()[:2]
+    assert first.startswith("gemm_ffma(") and "_Z9" not in first
+    assert second.strip() == "symbol: _Z9gemm_ffmaPK13__nv_bfloat16S1_Pf"  # what --kernel and ncu match
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_worksheet_wraps_at_columns_between_words(width):
+    """With COLUMNS the text wraps under its item; piped without it, one item a line."""
+    ptx = FIX / "ptx" / "gluon_ws_gemm.ptx"
+    wide = wsperf("worksheet", ptx).stdout
+    narrow = wsperf("worksheet", ptx, env={"COLUMNS": str(width)}).stdout
+    assert max(map(len, wide.splitlines())) > width
+    assert all(len(ln) <= width for ln in narrow.splitlines() if " " in ln.strip())
+    assert wide.split() == narrow.split()  # the same words, in the same order: nothing cut
