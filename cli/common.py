@@ -30,7 +30,8 @@ _COLUMNS = os.environ.get("COLUMNS", "")
 out = Console(highlight=False, soft_wrap=False,
               width=None if sys.stdout.isatty() else int(_COLUMNS) if _COLUMNS.isdigit() and int(_COLUMNS) >= 40
               else 160)
-err = Console(stderr=True, highlight=False)
+# Messages on a piped stderr (a CI log) stay one line each, paths whole: no wrap at 80.
+err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
 
 
 class TableFormat(str, enum.Enum):

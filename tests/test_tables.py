@@ -145,3 +145,13 @@ def test_worksheet_wraps_at_columns_between_words(width):
     assert max(map(len, wide.splitlines())) > width
     assert all(len(ln) <= width for ln in narrow.splitlines() if " " in ln.strip())
     assert wide.split() == narrow.split()  # the same words, in the same order: nothing cut
+
+
+def test_piped_messages_are_not_wrapped(tmp_path):
+    """A piped stderr (a CI log) keeps each message on one line, its path whole (it was
+    wrapped at 80 columns, the path on a line of its own and split at its slashes)."""
+    out_dir = tmp_path / "charts-in-a-directory-with-a-long-name" / "and-a-long-subdirectory-name" / "out"
+    p = wsperf("analyze", FIX / "reports" / "gemm_ffma.ncu-rep", "--charts", out_dir)
+    assert p.returncode == 0, p.stderr
+    (line,) = [ln for ln in p.stderr.splitlines() if "charts" in ln]
+    assert line.endswith(str(out_dir)) and len(line) > 80
