@@ -184,6 +184,14 @@ class KernelTime:
     share: float  # of all kernel time in the exports
     name_share: float  # every configuration of the kernel
     matched_by: str  # 'mangled', 'demangled' or 'function'
+    nsys_gpu: str | None = None  # the GPU(s) the matched nsys kernels ran on, e.g. 'NVIDIA GeForce RTX 3060'
+    ncu_gpu: str | None = None  # the profiled launch's GPU, e.g. 'NVIDIA H200'
+
+    @property
+    def other_gpu(self) -> bool:
+        """The timeline ran on another GPU than the profile: the two are not one run, and
+        its share of GPU time may not hold for the profiled one."""
+        return bool(self.nsys_gpu and self.ncu_gpu) and self.ncu_gpu not in self.nsys_gpu.split(", ")
 
 
 @dataclass(frozen=True)
@@ -199,6 +207,9 @@ class RankedAnalysis:
         confirmed = [f.id for f in self.analysis.findings if f.status is Status.confirmed]
         verdict = ", ".join(confirmed) + " confirmed" if confirmed else "no hypothesis confirmed"
         cost = f"{self.time.share:.0%} of GPU time" if self.time else "not in the Nsight Systems timeline"
+        if self.time and self.time.other_gpu:
+            cost += (f" (the timeline ran on {self.time.nsys_gpu}, the profile on {self.time.ncu_gpu}: not one run, "
+                     "the share may not hold)")
         return f"{cost}; {verdict}"
 
 
@@ -300,12 +311,15 @@ def match_ncu(con: duckdb.DuckDBPyConnection, launch_ids: Iterable[int],
         if seen is None:
             out[r["launch_id"]] = KernelTime(r["launch_id"], r["nsys_kernel"], r["launches"], r["total_ns"],
                                              r["median_ns"], r["share"] or 0.0, r["name_share"] or 0.0,
-                                             r["matched_by"])
+                                             r["matched_by"], r["nsys_gpu"], r["ncu_gpu"])
         else:  # several nsys names of one function and configuration: their time together
             out[r["launch_id"]] = KernelTime(seen.launch_id, seen.nsys_kernel, seen.launches + r["launches"],
                                              seen.total_ns + r["total_ns"], seen.median_ns,
                                              seen.share + (r["share"] or 0.0),
-                                             seen.name_share + (r["name_share"] or 0.0), seen.matched_by)
+                                             seen.name_share + (r["name_share"] or 0.0), seen.matched_by,
+                                             ", ".join(sorted({*(seen.nsys_gpu or "").split(", "),
+                                                               *(r["nsys_gpu"] or "").split(", ")} - {""})) or None,
+                                             seen.ncu_gpu)
     return out
 
 

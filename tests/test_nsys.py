@@ -264,7 +264,7 @@ def test_an_ncu_launch_gets_its_kernels_share_of_gpu_time():
     (t,) = times.values()
     assert (t.matched_by, t.launches, t.total_ns, t.share) == ("mangled", 1, 38912, 1.0)
     (ranked,) = rank_by_gpu_time(results, times)
-    assert ranked.headline.startswith("100% of GPU time; ")
+    assert ranked.headline.startswith("100% of GPU time (the timeline ran on NVIDIA GeForce RTX 3060")
 
 
 def test_a_launch_absent_from_the_timeline_says_so():
@@ -442,7 +442,7 @@ def test_with_ncu_reports_the_launches_lead_with_their_gpu_time():
     rep = nsys_report(con, [VECADD], [VECADD_NCU])
     doc = json.loads(nsys_json(rep))
     (launch,) = doc["launches"]
-    assert launch["headline"].startswith("100% of GPU time; ") and launch["gpu_time"]["matched_by"] == "mangled"
+    assert launch["headline"].startswith("100% of GPU time (the timeline ran on NVIDIA GeForce RTX 3060") and launch["gpu_time"]["matched_by"] == "mangled"
     (k,) = doc["kernels"]  # analyze's own JSON of the launch
     assert k["mangled"] == "_Z13kernVectorAddPKfS0_Pfi" and k["grid"] == [4096, 1, 1]
     assert "100% of GPU time" in nsys_markdown(rep)
@@ -477,7 +477,7 @@ def test_analyze_reads_an_export():
 def test_analyze_ranks_ncu_launches_by_gpu_time(tmp_path):
     p = wsperf("analyze", VECADD, VECADD_NCU, "--format", "markdown", "--charts", tmp_path / "charts")
     assert p.returncode == 0, p.stderr
-    assert "**100% of GPU time; " in p.stdout and "nsys_timeline.png" in p.stdout
+    assert "**100% of GPU time (the timeline ran on" in p.stdout and "nsys_timeline.png" in p.stdout
     assert (tmp_path / "charts" / "nsys_kernel_time.svg").is_file()
 
 
@@ -588,7 +588,7 @@ def test_analyze_bundle_shows_its_timeline_beside_the_verdicts(tmp_path):
     doc = json.loads(p.stdout)
     assert doc["exports"][0]["nsys_version"].startswith("2025.5") and doc["exports"][0]["kernels"] == 1
     (launch,) = doc["launches"]
-    assert launch["headline"].startswith("100% of GPU time; ")
+    assert launch["headline"].startswith("100% of GPU time (the timeline ran on NVIDIA GeForce RTX 3060")
     (k,) = doc["kernels"]  # the verdicts, as analyze gives them for a bundle
     assert k["mangled"] == "_Z13kernVectorAddPKfS0_Pfi" and k["findings"]
 
@@ -616,3 +616,16 @@ def test_history_and_compare_over_runs_of_exports(plain, tmp_path):
     assert json.loads(worse.stdout)["regression"] is True
     assert_one_error_line(wsperf("history", "--db", db, "--source", "nsys", "--metric", "sm__cycles_active.avg"),
                           2, "durations only")
+
+
+def test_timeline_of_another_gpu_is_said(public_data):
+    """An RTX 3060 timeline with an H200 profile of the same program: the kernel matches,
+    and its share of GPU time says the two are not one run (it read '100% of GPU time')."""
+    p = wsperf("nsys", public_data / "nsys" / "vecadd_rtx3060_nsys2025.5.sqlite.gz",
+               ROOT / "fixtures" / "nsys" / "vecadd_h200.ncu-rep.gz", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    (r,) = json.loads(p.stdout)["launches"]
+    assert r["gpu_time"]["nsys_gpu"] == "NVIDIA GeForce RTX 3060" and r["gpu_time"]["ncu_gpu"] == "NVIDIA H200"
+    text = wsperf("nsys", public_data / "nsys" / "vecadd_rtx3060_nsys2025.5.sqlite.gz",
+                  ROOT / "fixtures" / "nsys" / "vecadd_h200.ncu-rep.gz").stdout
+    assert "the timeline ran on NVIDIA GeForce RTX 3060, the profile on NVIDIA H200: not one run" in text
