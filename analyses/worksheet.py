@@ -302,7 +302,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
             k.notes.append(Item("calls", f"line {c.line}: call to {c.callee} not followed ({c.why}): mbarrier "
                                 "operations inside it are missing from this sheet", Basis.ASSUMPTION))
 
-    flags += _flag_init_in_role(k, stmts)
+    flags += _flag_init_in_role(k, stmts, barriers)
     flags += _flag_counts(k, barriers)
     flags += _flag_cta_barrier(k, stmts, site)
     flags += _flag_proxy_fence(k, stmts)

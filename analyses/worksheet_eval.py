@@ -45,6 +45,7 @@ class _Kernel:
         self._tables: dict[str, dict[int, int]] | None = None  # constant tables in shared memory
         self._table_lines: dict[str, set[int]] = {}
         self._table_later: dict[str, set[int]] = {}
+        self._table_version: dict[str, dict[int, int]] | None = None  # a later version, while a dispatch reads it
         self.table_reads: set[int] = set()
         self._blocks()
         self._populations()
@@ -170,21 +171,23 @@ class _Kernel:
         a value derived from %tid.x: the partition table of a Triton warp_specialize
         (warps store {0, 0x01010101} at the table, and each worker warp reads its own byte
         to pick its partition). The table is what the first constant store of each byte
-        wrote; a later store (Triton's exit value for every entry) is taken as the end of
-        the dispatch, and said so in the notes."""
+        wrote; a jump table's dispatch also reads every later version of it
+        (`_split_by_table`): a kernel with two specialized regions stores a second table
+        (Triton's two warp_specialize loops), and Triton's exit value for every entry ends
+        the dispatch. The notes say so."""
         m = re.search(r"\.[bsu](8|16|32|64)$", s.opcode)
         addr = self._shared_fn(s.operands[1], depth + 1) if m and len(s.operands) >= 2 else None
         if addr is None:
             return None
         sym, off = addr
-        table = self._const_tables().get(sym)
-        if not table:
+        if not self._const_tables().get(sym):
             return None
         size = int(m.group(1)) // 8  # type: ignore[union-attr]
 
         def f(t: int) -> int | None:
             o = off(t)
-            if o is None:
+            table = (self._table_version or self._tables or {}).get(sym)  # read when called: a version may be set
+            if o is None or not table:
                 return None
             got = [table.get(o + i) for i in range(size)]
             return None if None in got else int.from_bytes(bytes(got), "little")  # type: ignore[arg-type]
@@ -195,9 +198,10 @@ class _Kernel:
             later = sorted(self._table_later.get(sym, ()))
             self.notes.append(Item("roles", f"line {s.line}: each thread's branch is decided by a table of constants "
                                    f"in shared memory ({sym}, stored at line(s) {', '.join(map(str, lines))}), indexed "
-                                   "by its warp" + (f"; the table is taken as those first values (line(s) "
-                                   f"{', '.join(map(str, later))} store it again: the end of the dispatch)"
-                                   if later else ""), Basis.ASSUMPTION))
+                                   "by its warp" + (f"; line(s) {', '.join(map(str, later))} store it again: a jump "
+                                   "table's dispatch reads each version (another specialized region, or the exit "
+                                   "value that ends the dispatch), a plain branch the first" if later else ""),
+                                   Basis.ASSUMPTION))
         return f
 
     def stmt_of(self, site) -> int | None:  # type: ignore[no-untyped-def]
@@ -240,10 +244,14 @@ class _Kernel:
 
     def _const_tables(self) -> dict[str, dict[int, int]]:
         """symbol -> {byte offset: value} from st.shared of immediates at constant addresses,
-        the first store of each byte in program order (`_table_load`)."""
+        the first store of each byte in program order (`_table_load`). Each later store that
+        changes bytes makes a version of the tables (`_versions`): the previous one with
+        those bytes written."""
         if self._tables is not None:
             return self._tables
         self._tables, self._table_lines, self._table_later = {}, {}, {}
+        self._versions: list[dict[str, dict[int, int]]] = []
+        current: dict[str, dict[int, int]] = {}
         for s in self.stmts:
             m = re.fullmatch(r"st\.shared(?:::cta)?(?:\.v(\d))?\.[bsu](8|16|32|64)", s.opcode)
             if not m or len(s.operands) != 2 or s.guard:
@@ -258,16 +266,21 @@ class _Kernel:
             width = int(m.group(2)) // 8
             sym, at = where
             table = self._tables.setdefault(sym, {})
-            first = False
+            first, changed = False, False
             for n, x in enumerate(items):
                 for i, byte in enumerate((int(x, 0) & ((1 << (8 * width)) - 1)).to_bytes(width, "little")):
-                    if at + n * width + i not in table:
-                        table[at + n * width + i] = byte
+                    o = at + n * width + i
+                    if o not in table:
+                        table[o] = byte
                         first = True
+                    elif current.get(sym, {}).get(o) != byte:
+                        changed = True
+                    current.setdefault(sym, {})[o] = byte
+            if changed:
+                self._versions.append({k: dict(v) for k, v in current.items()})
             (self._table_lines if first else self._table_later).setdefault(sym, set()).add(s.line)
         return self._tables
 
-    # ---- shared-memory addresses ----
     def shared_at(self, op: str) -> tuple[str, int] | None:
         """(symbol, byte offset) of a shared address that `vals` resolves to one place."""
         v = self.vals(op)
@@ -1075,10 +1088,18 @@ class _Kernel:
             self.uniform_branches += 1
             return
         here = self.pop[b] if self.pop[b] is not None else all_t
-        picked = {t: f(t) for t in here}
+        picked = {t: {f(t)} for t in here}
+        if self.table_reads:  # a later version of the table sends a thread to another entry too
+            for version in getattr(self, "_versions", ()):
+                self._table_version = version
+                try:
+                    for t in here:
+                        picked[t].add(f(t))
+                finally:
+                    self._table_version = None
         reached = [self.reach(tb, {b}) for tb in tbs]  # type: ignore[arg-type]
         for j, tb in enumerate(tbs):
-            keep = frozenset(t for t, v in picked.items() if v is None or v == j)
+            keep = frozenset(t for t, v in picked.items() if None in v or j in v)
             others = set().union(*(r for k, r in enumerate(reached) if tbs[k] != tb))
             warps = frozenset(t // 32 for t in keep)
             warp_level = all((t // 32 in warps) == (t in keep) for t in here)

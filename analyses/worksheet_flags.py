@@ -85,45 +85,93 @@ def _rendezvous_after(k: _Kernel, stmts: list[Stmt], i: int, preds: list[list[in
     return {k.block_of[j] for j, n in found if n in ids}
 
 
-def _flag_init_in_role(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
-    out: list[tuple[str | None, Flag]] = []
-    seen: dict[str | None, int] = {}  # symbol -> its further inits: one flag a symbol (a ring's inits)
-    # a CTA barrier all threads reach, or a cluster barrier (which every thread of the CTA meets too)
+def _flag_init_in_role(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, ...] = ()) -> list[Flag]:
+    """Flag 1: a wait on a barrier that no init of that barrier is ordered before. An init
+    outside the role branches (thread 0 of the CTA) is taken as ordered; one inside a role
+    orders the waits past a CTA-wide barrier after it (or a named barrier every thread
+    reaches, `_rendezvous_after`), and its own role's. A barrier is the worksheet's group
+    (symbol and offsets), so a wait on another barrier of the same buffer is not taken for
+    one on this (TIRx keeps every barrier in one dynamic buffer); where the PTX does not
+    decide the offsets, every barrier of the symbol is one. A barrier initialized again
+    (after `mbarrier.inval`: Triton's second specialized region) is checked against its
+    first init, and the notes say the later ones were not."""
     cta_blocks = {k.block_of[i] for i, s in enumerate(stmts) if _is_cta_barrier(s) and _everyone(k, i)}
     cta_blocks |= _cluster_waits(k, stmts)
     preds: list[list[int]] = [[] for _ in k.succ]
     for b, ss in enumerate(k.succ):
         for x in ss:
             preds[x].append(b)
-    for i, s in enumerate(stmts):
-        if not s.opcode.startswith("mbarrier.init"):
+    all_w = frozenset(range((k.n + 31) // 32)) if k.n else None
+    inits = [i for i, s in enumerate(stmts) if s.opcode.startswith("mbarrier.init")]
+    waits = [j for j, w in enumerate(stmts) if w.opcode.startswith(_WAIT)]
+    # the groups: (inits, waits) of one barrier group, else of one symbol
+    groups: list[tuple[str | None, list[int], list[int]]] = []
+    grouped: set[int] = set()
+    for b in barriers:
+        if not b.decided:
             continue
-        bi = k.block_of[i]
-        role = k.role[bi]
-        all_w = frozenset(range((k.n + 31) // 32)) if k.n else None
+        ii = sorted({x for s, _ in b.inits if (x := k.stmt_of(s)) is not None})
+        ww = sorted({x for w in b.waiters if (x := k.stmt_of(w.site)) is not None})
+        if ii:
+            groups.append((b.name, ii, ww))
+            grouped.update(ii)
+    by_sym: dict[str | None, tuple[list[int], list[int]]] = {}
+    for i in inits:
+        if i not in grouped:
+            by_sym.setdefault(k.sym_of(stmts[i].operands[0]), ([], []))[0].append(i)
+    for sym, (ii, ww) in by_sym.items():
+        ww += [j for j in waits if k.sym_of(stmts[j].operands[1]) == sym]
+        groups.append((sym, ii, ww))
+    after_of: dict[int, set[int]] = {}
+
+    def orders(i: int, j: int) -> bool:
+        """Init i is seen by wait j."""
+        role = k.role[k.block_of[i]]
         if role is None or role == all_w:
-            continue  # thread 0 / lane 0 of the whole CTA: the usual, checked below only in roles
-        sym = k.sym_of(s.operands[0])
-        if sym in seen:
-            seen[sym] += 1
+            return True  # thread 0 / lane 0 of the whole CTA before the roles: the usual
+        wr = k.role[k.block_of[j]]
+        if wr is None or wr <= role:
+            return True
+        if i not in after_of:
+            bi = k.block_of[i]
+            after_of[i] = {b for b in cta_blocks if b in k.reach(bi, set())} | _rendezvous_after(k, stmts, i, preds)
+        return k.block_of[j] not in k.reach(0, after_of[i])
+
+    hits: dict[str | None, list] = {}  # symbol -> [first init, its wait, its group's name]
+    flagged: set[tuple[int, ...]] = set()
+    for name, ii, ww in groups:
+        in_role = [i for i in ii if (r := k.role[k.block_of[i]]) is not None and r != all_w]
+        if not in_role or tuple(ii) in flagged:
             continue
-        after = {b for b in cta_blocks if b in k.reach(bi, set())} | _rendezvous_after(k, stmts, i, preds)
-        for j, w in enumerate(stmts):
-            if not w.opcode.startswith(_WAIT) or k.sym_of(w.operands[1]) != sym:
+        first = min(ii)
+        for j in ww:
+            if any(orders(i, j) for i in ii if i == first or not any(stmts[x].opcode.startswith("mbarrier.inval")
+                                                                      for x in range(first, i))):
                 continue
-            wr = k.role[k.block_of[j]]
-            if wr is None or wr <= role:
-                continue
-            if k.block_of[j] in k.reach(0, after):
-                out.append((sym, Flag(1, FLAG_NAMES[1], f"mbarrier.init of {sym} (line {s.line}) sits inside the "
-                                      f"branch of {_warps(role)}, and {_warps(wr - role)} wait on it (line {w.line}) "
-                                      "with no CTA-wide barrier after the init: initialize before the role branch "
-                                      "(thread 0), then fence.mbarrier_init + __syncthreads()", Basis.EVIDENCE,
-                                      s.line)))
-                seen[sym] = 0
-                break
-    return [Flag(f.code, f.name, f.text + (f" ({seen[sym]} more init(s) of it there)" if seen[sym] else ""), f.basis,
-                 f.line) for sym, f in out]
+            flagged.add(tuple(ii))
+            hits.setdefault(k.sym_of(stmts[min(in_role)].operands[0]), [min(in_role), j, name, 0])
+            break
+        reinit = [stmts[i].line for i in ii if i != first and any(stmts[x].opcode.startswith("mbarrier.inval")
+                                                                   for x in range(first, i))]
+        if reinit and tuple(ii) not in flagged:
+            k.notes.append(Item("handoff.init", f"{name}: initialized again at line(s) "
+                                f"{', '.join(map(str, reinit[:6]))} after mbarrier.inval: its waits were checked "
+                                "against its first init; the order of the later init(s) is not checked",
+                                Basis.ASSUMPTION))
+    out: list[Flag] = []
+    for sym, (i, j, name, _) in hits.items():
+        n = sum(1 for x in inits if k.sym_of(stmts[x].operands[0]) == sym
+                and (r := k.role[k.block_of[x]]) is not None and r != all_w)
+        role, wr = k.role[k.block_of[i]], k.role[k.block_of[j]]
+        s, w = stmts[i], stmts[j]
+        # one flag a symbol (one mistake: its inits in a role branch), naming the first barrier
+        # whose waits no init orders; the others are counted
+        out.append(Flag(1, FLAG_NAMES[1], f"mbarrier.init of {name} (line {s.line}) sits inside the branch of "
+                        f"{_warps(role)}, and {_warps(wr - role)} wait on it (line {w.line}) with no CTA-wide "
+                        "barrier after the init: initialize before the role branch (thread 0), then "
+                        "fence.mbarrier_init + __syncthreads()" + (f" ({n - 1} more init(s) of it there)"
+                                                                    if n > 1 else ""), Basis.EVIDENCE, s.line))
+    return out
 
 
 def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
