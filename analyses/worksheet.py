@@ -448,11 +448,12 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
                 # CTA's barrier gets from its peer's same role
                 a = Arrive(a.site, f"remote {a.kind}", a.arrivals if peer[2] else None, a.tx_bytes, a.loop)
             g["arr"].append(a)
-    # one entry per look-alike group of a symbol
+    # one entry per look-alike group of a symbol (the bytes a phase expects tell two rings
+    # apart: flag 8 compares them ring by ring)
     merged: dict[tuple, dict] = {}
     for g in groups.values():
         sig = (g["sym"] if g["sym"] is not None else id(g), tuple(sorted({str(c) for _, c in g["inits"]})),
-               frozenset((a.kind, a.site.role, a.site.threads, a.arrivals) for a in g["arr"]),
+               frozenset((a.kind, a.site.role, a.site.threads, a.arrivals, a.tx_bytes) for a in g["arr"]),
                frozenset((w.site.role, w.site.threads) for w in g["wait"]))
         m = merged.get(sig)
         if m is None:
