@@ -417,6 +417,19 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         elif offs is None or sym in opaque:
             undecided.setdefault(sym, []).append(stmts[i].line)
             c = [(sym, None)] + [(sym, o) for o in sorted(keys.get(sym, ()))]
+        elif (hit := [o for o in offs if o in keys.get(sym, ())]) and len(hit) < len(offs):
+            # some of the values are barriers and some are not: the value set is wider than
+            # what the address takes (one index used twice, `s * 16376 + ... - s * 32760`,
+            # combined as if independent). Read as a linear form of its index it may be decided
+            lin = k.linear_vals(op)
+            if lin is not None and lin[0] == sym and lin[1] and lin[1] <= keys.get(sym, set()):
+                c = [(sym, o) for o in sorted(lin[1])]
+            else:
+                undecided.setdefault(sym, []).append(stmts[i].line)
+                k.notes.append(Item("handoff.barrier", f"line {stmts[i].line}: address {op.strip('[] ')} takes "
+                                    f"{len(offs)} value(s) as read, {len(hit)} of them initialized barriers: which "
+                                    "barrier it addresses is not decided", Basis.ASSUMPTION))
+                c = [(sym, None)] + [(sym, o) for o in sorted(keys.get(sym, ()))]
         else:
             c = [(sym, o) for o in sorted(offs) if o in keys.get(sym, ())] or [(sym, o) for o in sorted(offs)]
         for x in c[1:]:

@@ -337,6 +337,81 @@ class _Kernel:
         self._vals[op] = res
         return res
 
+    def linear_vals(self, op: str) -> Val:
+        """(symbol, values) of an address read as a linear form over its leaf registers, so
+        that a leaf used twice counts once: Triton's sm_90 K-loop reaches `smem + 8 * s`
+        through `s * 16376 + (s << 14) - s * 32760`, which `vals` (each operand a set of its
+        own) widens to 76 offsets over every barrier. A leaf is a register whose `vals` is a
+        few plain integers (a ring index `k & 3`). None when the form is not linear in them."""
+        form = self._linear(op.strip().strip("[]").strip(), 0)
+        if form is None:
+            return None
+        sym, coeffs, const = form
+        leaves = [(r, c) for r, c in coeffs.items() if c]
+        values = [frozenset({const})]
+        for r, c in leaves:
+            v = self.vals(r)
+            if v is None or v[0] is not None or v[1] is None or len(v[1]) > _MAX_VALUES:
+                return None
+            values = [frozenset(x + c * y for x in values[0] for y in v[1])]
+            if len(values[0]) > 4 * _MAX_VALUES:
+                return None
+        return sym, values[0]
+
+    def _linear(self, op: str, depth: int) -> tuple[str | None, dict[str, int], int] | None:
+        """(symbol, {leaf register: coefficient}, constant) of `op` (linear_vals)."""
+        m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
+        if m:
+            f = self._linear(m.group(1).strip(), depth + 1)
+            return None if f is None else (f[0], f[1], f[2] + int(m.group(2)))
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
+            return None, {}, int(op, 0)
+        if op not in self.defs:
+            if op.startswith("%") or not re.fullmatch(r"[A-Za-z_$][\w$.]*", op) or re.search(r"\$[sc]\d", op):
+                return None
+            return op, {}, 0
+        ds = self.defs[op]
+        leaf = (None, {op: 1}, 0)
+        if depth > 24 or len(ds) != 1 or ds[0].guard:
+            return leaf
+        d = ds[0]
+        base, ops = d.opcode.split(".")[0], d.operands[1:]
+        if base in ("mov", "cvt", "cvta") and len(ops) == 1:
+            return self._linear(ops[0], depth + 1)
+        if base == "shfl" and ".idx" in d.opcode and ops:
+            v = self.vals(ops[0])
+            return self._linear(ops[0], depth + 1) if v is not None and v[0] is not None else leaf
+        parts = [self._linear(x, depth + 1) for x in ops]
+        if any(p is None for p in parts):
+            return leaf
+        if base in ("add", "sub") and len(parts) == 2:
+            (sa, ca, ka), (sb, cb, kb) = parts  # type: ignore[misc]
+            sign = 1 if base == "add" else -1
+            if sb is not None and (base == "sub" or sa is not None):
+                return leaf
+            coeffs = dict(ca)
+            for r, c in cb.items():
+                coeffs[r] = coeffs.get(r, 0) + sign * c
+            return sa or sb, coeffs, ka + sign * kb
+        if base in ("mul", "shl") and len(parts) == 2 and ".hi" not in d.opcode and ".wide" not in d.opcode:
+            (sa, ca, ka), (sb, cb, kb) = parts  # type: ignore[misc]
+            if sa is None and sb is None and not cb:
+                k = kb if base == "mul" else (1 << kb if 0 <= kb < 32 else None)
+                return None if k is None else (None, {r: c * k for r, c in ca.items()}, ka * k)
+            if base == "mul" and sa is None and sb is None and not ca:
+                return None, {r: c * ka for r, c in cb.items()}, kb * ka
+            return leaf
+        if base == "mad" and len(parts) == 3 and ".lo" in d.opcode:
+            (sa, ca, ka), (sb, cb, kb), (sc, cc, kc) = parts  # type: ignore[misc]
+            if sa is None and sb is None and (not ca or not cb):
+                k, (cx, kx) = (ka, (cb, kb)) if not ca else (kb, (ca, ka))
+                coeffs = {r: c * k for r, c in cx.items()}
+                for r, c in cc.items():
+                    coeffs[r] = coeffs.get(r, 0) + c
+                return sc, coeffs, kx * k + kc
+            return leaf
+        return leaf
+
     def _toggle(self, op: str, start: frozenset, loop: list[Stmt], depth: int) -> Val:
         """The values of an integer a loop updates from itself without stepping it: Triton's
         phase `p ^= (s + 1 == STAGES)` and its stage kept or replaced by its wrap (`s = pred ?
