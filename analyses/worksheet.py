@@ -550,7 +550,42 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
     if len(s.operands) > 2:  # mbarrier.arrive ... state, [addr], count
         c = k.value(s.operands[2])
         count = c(0) if c else None  # type: ignore[assignment]
-    return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None, loop)
+    return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None, loop,
+                  _turns(k, i))
+
+
+def _turns(k: _Kernel, i: int) -> int:
+    """2 when the warps running statement i fall in two groups that a named barrier orders
+    one after the other: one group runs `bar.arrive N` and the other `bar.sync N`, no warp
+    both (CuTe's ping-pong consumers: the second warpgroup starts its mainloop when the
+    first has ended it). They take turns at the ring they share, each phase released by one
+    group; said in the notes as an assumption. 1 otherwise."""
+    p = k.threads(i)
+    if not p:
+        return 1
+    warps = {t // 32 for t in p}
+    if getattr(k, "_named_sides", None) is None:
+        sides: dict[int, tuple[set, set]] = {}
+        for j, st in enumerate(k.stmts):
+            parts = st.opcode.split(".")
+            if parts[0] not in ("bar", "barrier") or len(parts) < 2 or parts[1] not in ("arrive", "sync") \
+                    or not st.operands:
+                continue
+            f = k.value(st.operands[0])
+            ident, tj = (f(0) if f else None), k.threads(j)
+            if not ident or not tj:
+                continue
+            sides.setdefault(ident, (set(), set()))[parts[1] == "sync"].update(t // 32 for t in tj)
+        k._named_sides = sides  # type: ignore[attr-defined]
+    for ident, (arrive, sync) in k._named_sides.items():  # type: ignore[attr-defined]
+        if arrive and sync and not arrive & sync and warps <= arrive | sync and warps & arrive and warps & sync:
+            line = k.stmts[i].line
+            k.notes.append(Item("handoff.turns", f"line {line}: its warps are two groups ordered by named barrier "
+                                f"{ident} ({_warps(frozenset(arrive))} run bar.arrive, {_warps(frozenset(sync))} "
+                                "bar.sync): taken as taking turns at the ring, each phase released by one group",
+                                Basis.ASSUMPTION))
+            return 2
+    return 1
 
 
 def _multicast_arrivals(k: _Kernel, i: int, n: int | None) -> int | None:

@@ -157,7 +157,7 @@ class _Kernel:
         ops2 = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "shr": lambda x, y: x >> y,
                 "shl": lambda x, y: x << y, "and": lambda x, y: x & y, "or": lambda x, y: x | y,
                 "div": lambda x, y: x // y if y else 0, "rem": lambda x, y: x % y if y else 0,
-                "xor": lambda x, y: x ^ y}
+                "xor": lambda x, y: x ^ y, "max": max, "min": min}
         if s.opcode.startswith("mul.lo") or s.opcode in ("mul.s32", "mul.u32"):
             ops2["mul"] = lambda x, y: x * y
         if base in ops2 and len(args) == 2 and all(args):

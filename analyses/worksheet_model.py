@@ -42,6 +42,10 @@ class Arrive:
     arrivals: int | None  # arrivals it adds per phase (threads x 1; 0 for complete_tx)
     tx_bytes: str | None
     loop: int = 0  # the PTX line where the innermost loop holding it begins (0: in no loop)
+    # warp groups of its role that take turns at it (ping-pong consumers ordered by a named
+    # barrier, `bar.arrive N` in one and `bar.sync N` in the other): each phase gets the
+    # arrivals of one group, arrivals / turns
+    turns: int = 1
 
 
 @dataclass(frozen=True)
@@ -148,5 +152,7 @@ def phase_arrivals(b: Barrier) -> dict[tuple, int | None]:
             commits = commits - plain
         apart = a.kind.removeprefix("remote ") == "tcgen05.commit" and bool(commits & plain)
         role, threads, remote = who(a)
-        pops[(role, threads, apart, remote)] = a.arrivals
+        n = a.arrivals // a.turns if a.arrivals is not None and a.turns > 1 and a.arrivals % a.turns == 0 \
+            else a.arrivals
+        pops[(role, threads, apart, remote)] = n
     return pops
