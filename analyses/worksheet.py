@@ -31,6 +31,7 @@ the sheet says so.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -38,7 +39,7 @@ from pathlib import Path
 from wsperf.analyses.correctness import Basis, Item
 from wsperf.analyses.partitions import SOFTMAX_EX2
 from wsperf.analyses.sql import check_kernel_regex, matching
-from wsperf.analyses.worksheet_eval import _Kernel, _warps
+from wsperf.analyses.worksheet_eval import _dest, _Kernel, _warps
 from wsperf.analyses.worksheet_flags import (_flag_cluster_init, _flag_counts, _flag_cta_barrier,
                                              _flag_init_in_role, _flag_phase_order, _flag_proxy_fence,
                                              _flag_tx_bytes)
@@ -456,6 +457,8 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             g["inval"].append(site(i, addr))
         else:
             a = _arrive(k, i, site(i, addr))
+            if a.arrivals and _again(k, i, op):
+                a = dataclasses.replace(a, again=True)
             if peer is not None:
                 # what this CTA's role sends a peer is, CTAs paired by rank ^ C, what each
                 # CTA's barrier gets from its peer's same role
@@ -552,6 +555,26 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
         count = c(0) if c else None  # type: ignore[assignment]
     return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None, loop,
                   _turns(k, i))
+
+
+def _again(k: _Kernel, i: int, op: str) -> bool:
+    """Statement i arrives on the barrier an earlier statement of its block arrived on, the
+    same opcode on the same address with no register of it written between: one thread
+    arrives twice on one barrier in one trip (a Gluon loader's two `expect_tx`, one per
+    copy, on a barrier initialized with 2). Unrolled copies of a loop address another
+    slot, through another register, and do not count."""
+    s = k.stmts[i]
+    regs = set(re.findall(r"%[\w$.]+", op))
+    b = k.block_of[i]
+    for j in range(i - 1, -1, -1):
+        if k.block_of[j] != b:
+            return False
+        t = k.stmts[j]
+        if t.opcode == s.opcode and t.guard == s.guard and t.negated == s.negated and op in t.operands:
+            return True
+        if (d := _dest(t)) and d in regs:
+            return False
+    return False
 
 
 def _turns(k: _Kernel, i: int) -> int:

@@ -46,6 +46,7 @@ class Arrive:
     # barrier, `bar.arrive N` in one and `bar.sync N` in the other): each phase gets the
     # arrivals of one group, arrivals / turns
     turns: int = 1
+    again: bool = False  # a second arrive of one thread on this barrier in the same trip: it adds
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def phase_arrivals(b: Barrier) -> dict[tuple, int | None]:
         if a.arrivals != 0:
             loops.setdefault(who(a), (set(), set()))[a.kind.removeprefix("remote ") != "tcgen05.commit"].add(a.loop)
     pops: dict[tuple, int | None] = {}
+    chain: dict[tuple, int | None] = {}  # the arrivals of the latest site and its repeats in the same trip
     for a in b.arrivers:
         if a.arrivals == 0:
             continue
@@ -154,5 +156,10 @@ def phase_arrivals(b: Barrier) -> dict[tuple, int | None]:
         role, threads, remote = who(a)
         n = a.arrivals // a.turns if a.arrivals is not None and a.turns > 1 and a.arrivals % a.turns == 0 \
             else a.arrivals
-        pops[(role, threads, apart, remote)] = n
+        key = (role, threads, apart, remote)
+        if a.again and key in chain:  # the same thread arrives once more in the same trip
+            chain[key] = None if chain[key] is None or n is None else chain[key] + n  # type: ignore[operator]
+        else:
+            chain[key] = n
+        pops[key] = None if chain[key] is None else max(chain[key], pops.get(key) or 0)  # type: ignore[type-var]
     return pops
