@@ -464,13 +464,14 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
                 # CTA's barrier gets from its peer's same role
                 a = Arrive(a.site, f"remote {a.kind}", a.arrivals if peer[2] else None, a.tx_bytes, a.loop)
             g["arr"].append(a)
+    _split_lifetimes(k, groups)
     # one entry per look-alike group of a symbol (the bytes a phase expects tell two rings
     # apart: flag 8 compares them ring by ring)
     merged: dict[tuple, dict] = {}
     for g in groups.values():
         sig = (g["sym"] if g["sym"] is not None else id(g), tuple(sorted({str(c) for _, c in g["inits"]})),
                frozenset((a.kind, a.site.role, a.site.threads, a.arrivals, a.tx_bytes) for a in g["arr"]),
-               frozenset((w.site.role, w.site.threads) for w in g["wait"]))
+               frozenset((w.site.role, w.site.threads) for w in g["wait"]), g.get("life"))
         m = merged.get(sig)
         if m is None:
             merged[sig] = g
@@ -488,6 +489,8 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             name = _local(sym)
         else:
             name = _fmt(sym, slots)
+        if g.get("life"):
+            name += f" (from line {g['life']}: initialized again)"
         decided = sym is None or sym not in undecided
         sites = [s for s, _ in g["inits"]] + [a.site for a in g["arr"]] + [w.site for w in g["wait"]] + g["inval"]
         first = min(s.line for s in sites)
@@ -555,6 +558,37 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
         count = c(0) if c else None  # type: ignore[assignment]
     return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None, loop,
                   _turns(k, i))
+
+
+def _split_lifetimes(k: _Kernel, groups: dict[tuple, dict]) -> None:
+    """A barrier invalidated and initialized again (Gluon reuses a ring's barrier for a
+    bias load after the region: `mbarrier.inval`, then `mbarrier.init` with another count)
+    has two lifetimes: the operations the re-init dominates are the second one's, a group
+    of their own (`name (from line N)`), so neither lifetime's count adds the other's
+    arrivals."""
+    dom = k.dominators()
+
+    def after(x: int, r: int) -> bool:
+        bx, br = k.block_of[x], k.block_of[r]
+        return x > r if bx == br else br in dom[bx]
+
+    for key, g in list(groups.items()):
+        if not g["inval"] or len(g["inits"]) < 2:
+            continue
+        invals = [x for s in g["inval"] if (x := k.stmt_of(s)) is not None]
+        inits = [(x, s, c) for s, c in g["inits"] if (x := k.stmt_of(s)) is not None]
+        re_inits = [(x, s, c) for x, s, c in inits if any(after(x, v) for v in invals)]
+        if not re_inits or len(re_inits) == len(inits):
+            continue
+        r = min(x for x, _, _ in re_inits)
+        second = {"sym": g["sym"], "slots": set(g["slots"]), "inval": [], "life": k.stmts[r].line,
+                  "inits": [(s, c) for x, s, c in re_inits],
+                  "arr": [a for a in g["arr"] if (x := k.stmt_of(a.site)) is not None and after(x, r)],
+                  "wait": [w for w in g["wait"] if (x := k.stmt_of(w.site)) is not None and after(x, r)]}
+        g["inits"] = [(s, c) for x, s, c in inits if (x, s, c) not in re_inits]
+        g["arr"] = [a for a in g["arr"] if a not in second["arr"]]
+        g["wait"] = [w for w in g["wait"] if w not in second["wait"]]
+        groups[(key, "life", r)] = second
 
 
 def _again(k: _Kernel, i: int, op: str) -> bool:
