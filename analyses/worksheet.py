@@ -645,6 +645,36 @@ def _turns(k: _Kernel, i: int) -> int:
     return 1
 
 
+def _rank_mask_arrivals(k: _Kernel, s) -> int | None:  # type: ignore[no-untyped-def]
+    """Arrive-ons each barrier gets a phase from a multicast commit whose ctaMask is computed
+    from the CTA's rank (`1 << (rank % 2)`: each CTA releases its own; `(1 << (rank ^ 1)) |
+    (1 << rank)`: both): the mask of every rank of the cluster, and for each CTA how many
+    ranks' masks hold it. The cluster is .reqnctapercluster's, else taken as a pair (said
+    in the notes). None when a mask is not decided or the CTAs get different counts."""
+    shape = k.e.cluster
+    size = shape[0] * shape[1] * shape[2] if shape else 2
+    masks = []
+    for r in range(size):
+        k.rank = r
+        try:
+            f = k.value(s.operands[1])
+            masks.append(f(0) if f else None)
+        finally:
+            k.rank = None
+    if None in masks or any(m <= 0 or m >> size for m in masks):  # type: ignore[operator]
+        return None
+    per = {sum(1 for m in masks if m >> q & 1) for q in range(size)}  # type: ignore[operator]
+    if len(per) != 1:
+        return None
+    got = per.pop()
+    k.notes.append(Item("handoff.cluster", f"line {s.line}: multicast tcgen05.commit with a ctaMask computed from "
+                        f"the CTA's rank ({', '.join(f'{m:#x}' for m in masks)} for ranks 0-{size - 1}): each CTA's "
+                        f"barrier gets {got} arrive-on(s) a phase" + ("" if shape else "; the cluster is taken as "
+                        "a pair (its shape is not in the PTX: a launch attribute)"),
+                        Basis.EVIDENCE if shape else Basis.ASSUMPTION))
+    return got
+
+
 def _multicast_arrivals(k: _Kernel, i: int, n: int | None) -> int | None:
     """Arrivals a phase of one barrier gets from a `tcgen05.commit ... .multicast::cluster`
     [bar], ctaMask: it arrives on the barrier at this offset in every CTA of the mask, and
@@ -658,6 +688,10 @@ def _multicast_arrivals(k: _Kernel, i: int, n: int | None) -> int | None:
     s = k.stmts[i]
     c = k.value(s.operands[1]) if len(s.operands) > 1 else None
     mask = c(0) if c else None
+    if n is not None and mask is None and len(s.operands) > 1 and ".cta_group::2" not in s.opcode:
+        got = _rank_mask_arrivals(k, s)
+        if got is not None:
+            return n * got
     if n is None or mask is None or mask <= 0:
         k.notes.append(Item("handoff.count", f"line {s.line}: multicast tcgen05.commit with a ctaMask the PTX does "
                             "not decide: how many CTAs arrive on each barrier is not derived, counts not checked "

@@ -47,6 +47,7 @@ class _Kernel:
         self._table_later: dict[str, set[int]] = {}
         self._table_version: dict[str, dict[int, int]] | None = None  # a later version, while a dispatch reads it
         self.table_reads: set[int] = set()
+        self.rank: int | None = None  # %cluster_ctarank while worksheet._rank_mask_arrivals reads a mask
         self._blocks()
         self._populations()
 
@@ -63,6 +64,9 @@ class _Kernel:
             return lambda t: t
         if op == "%laneid":
             return lambda t: t % 32
+        if op == "%cluster_ctarank" and self.rank is not None:  # set while a rank's mask is read
+            r = self.rank
+            return lambda t: r
         if op == "%ntid.x" and self.n:
             n = self.n
             return lambda t: n
