@@ -304,6 +304,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
                                 "operations inside it are missing from this sheet", Basis.ASSUMPTION))
 
     flags += _flag_init_in_role(k, stmts, barriers)
+    flags += _flag_per_trip(barriers)
     flags += _flag_counts(k, barriers)
     flags += _flag_cta_barrier(k, stmts, site)
     flags += _flag_proxy_fence(k, stmts)
@@ -438,6 +439,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         find(c[0])
         cands.append(c)
     groups: dict[tuple, dict] = {}
+    loop_arrives: list = []  # (statement, address, Arrive) of arrives a loop repeats on one barrier
     for (kind, i, op, sym, offs, peer), c in zip(resolved, cands):
         g = groups.setdefault(find(c[0]), {"sym": sym, "slots": set(), "inits": [], "arr": [], "wait": [],
                                            "inval": []})
@@ -459,12 +461,15 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             a = _arrive(k, i, site(i, addr))
             if a.arrivals and _again(k, i, op):
                 a = dataclasses.replace(a, again=True)
+            if a.arrivals and a.loop and _loop_invariant(k, i, op):
+                loop_arrives.append((i, op, a))
             if peer is not None:
                 # what this CTA's role sends a peer is, CTAs paired by rank ^ C, what each
                 # CTA's barrier gets from its peer's same role
                 a = Arrive(a.site, f"remote {a.kind}", a.arrivals if peer[2] else None, a.tx_bytes, a.loop)
             g["arr"].append(a)
     _split_lifetimes(k, groups)
+    _per_trip(k, groups, loop_arrives)
     # one entry per look-alike group of a symbol (the bytes a phase expects tell two rings
     # apart: flag 8 compares them ring by ring)
     merged: dict[tuple, dict] = {}
@@ -558,6 +563,65 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
         count = c(0) if c else None  # type: ignore[assignment]
     return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None, loop,
                   _turns(k, i))
+
+
+def _flag_per_trip(barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 2 for an arrive its inner loop repeats on the barrier of the outer trip
+    (`Arrive.per_trip`): a phase gets an arrival every inner trip, more than the init count
+    whenever the loop runs more than count / arrivals times."""
+    out = []
+    for b in barriers:
+        counts = {c for _, c in b.inits}
+        for a in b.arrivers:
+            if not a.per_trip or len(counts) != 1 or None in counts or not a.arrivals:
+                continue
+            (count,) = counts
+            out.append(Flag(2, FLAG_NAMES[2], f"{b.name}: mbarrier.init count {count} but {a.kind} by {a.site.role} "
+                            f"(line {a.site.line}) arrives on it every trip of the loop at line {a.per_trip}, whose "
+                            "address does not change in that loop while the loop around it steps the barrier: "
+                            f"{a.arrivals} arrival(s) a trip, so a phase completes before the loop ends whenever it "
+                            f"runs more than {max(count // a.arrivals, 1)} time(s) (move it after the loop, or guard "
+                            "it with the loop's last trip)", Basis.EVIDENCE, a.site.line))
+            break
+    return out
+
+
+def _loop_invariant(k: _Kernel, i: int, op: str) -> bool:
+    """Statement i arrives on one barrier every trip of its innermost loop, while the loop
+    around that one steps its address (no register of the address written in the inner
+    loop, one written in the outer; the guard not decided in the inner loop, except an
+    elected lane): an arrive per inner trip on the barrier of the outer trip."""
+    body = k.loop_blocks(i)
+    if not body:
+        return False
+    outer = [b for b in getattr(k, "loop_bodies", {}).values() if body < b]
+    if not outer:
+        return False
+    around = min(outer, key=len)
+    regs = set(re.findall(r"%[\w$.]+", op))
+    s = k.stmts[i]
+    if s.guard:
+        gd = k.defs.get(s.guard, [])
+        if any(k.block_of[k.index[id(d)]] in body and not d.opcode.startswith("elect") for d in gd):
+            return False
+    defs = [k.block_of[k.index[id(d)]] for r in regs for d in k.defs.get(r, ())]
+    return not any(b in body for b in defs) and any(b in around for b in defs)
+
+
+def _per_trip(k: _Kernel, groups: dict[tuple, dict], loop_arrives: list) -> None:
+    """An arrive that its loop repeats on one barrier whose waiters wait outside that loop
+    (a Gluon MMA warp's commit to the accumulator's barrier left inside its K loop) gives a
+    phase one arrival per trip: the Arrive is marked with the loop (`per_trip`), so the
+    count is taken as the trips' and flag 2 says so."""
+    for g in groups.values():
+        for j, a in enumerate(g["arr"]):
+            hit = next(((i, op) for i, op, x in loop_arrives if x is a), None)
+            if hit is None:
+                continue
+            body = k.loop_blocks(hit[0])
+            waits = [x for w in g["wait"] if (x := k.stmt_of(w.site)) is not None]
+            if waits and not any(k.block_of[x] in body for x in waits):
+                g["arr"][j] = dataclasses.replace(a, per_trip=a.loop)
 
 
 def _split_lifetimes(k: _Kernel, groups: dict[tuple, dict]) -> None:

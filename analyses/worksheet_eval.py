@@ -974,11 +974,18 @@ class _Kernel:
                                 body.add(y)
                                 todo += preds[y]
             self._loops: list[int] = []
+            self.loop_bodies = bodies  # header block -> the blocks of its natural loop
             for b in range(len(self.succ)):
                 holding = [h for h, body in bodies.items() if b in body]
                 self._loops.append(min(holding, key=lambda h: len(bodies[h])) if holding else -1)
         h = self._loops[self.block_of[i]]
         return self.stmts[self.starts[h]].line if h >= 0 else 0
+
+    def loop_blocks(self, i: int) -> set[int]:
+        """The blocks of the innermost loop holding statement i (empty: none)."""
+        self.loop_line(i)
+        h = self._loops[self.block_of[i]]
+        return self.loop_bodies[h] if h >= 0 else set()
 
     def peer_address(self, op: str) -> tuple[str, str, bool] | None:
         """(the CTA-local address, the target rank as the PTX computes it, whether every CTA

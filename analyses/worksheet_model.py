@@ -20,7 +20,7 @@ _ARRIVE = ("mbarrier.arrive", "mbarrier.arrive_drop")
 _WAIT = ("mbarrier.try_wait", "mbarrier.test_wait")
 FLAG_NAMES = {1: "init-in-role", 2: "init-count", 3: "cta-barrier-in-role", 4: "tmem-not-freed",
               5: "missing-proxy-fence", 6: "tmem-freed-twice", 7: "phase-deadlock",
-              8: "tx-bytes", 9: "init-not-cluster-visible"}
+              8: "tx-bytes", 9: "init-not-cluster-visible", 10: "premature-pass", 11: "tmem-freed-early"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class Arrive:
     # arrivals of one group, arrivals / turns
     turns: int = 1
     again: bool = False  # a second arrive of one thread on this barrier in the same trip: it adds
+    # the line of a loop that repeats it on this barrier while its waiters wait outside the
+    # loop: a phase gets one arrival a trip (0: not so)
+    per_trip: int = 0
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,8 @@ def phase_arrivals(b: Barrier) -> dict[tuple, int | None]:
         role, threads, remote = who(a)
         n = a.arrivals // a.turns if a.arrivals is not None and a.turns > 1 and a.arrivals % a.turns == 0 \
             else a.arrivals
+        if a.per_trip:
+            n = None  # once per trip of a loop whose trip count the PTX does not give (worksheet flags it)
         key = (role, threads, apart, remote)
         if a.again and key in chain:  # the same thread arrives once more in the same trip
             chain[key] = None if chain[key] is None or n is None else chain[key] + n  # type: ignore[operator]
