@@ -380,7 +380,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
                 k.notes.append(Item("handoff.count", f"line {stmts[i].line}: remote operation through mapa on "
                                     f"{peer[1]}: which CTAs' barriers get its arrivals is not derived from the PTX: "
                                     "counts not checked there", Basis.ASSUMPTION))
-        v = early.get(i) or k.vals(op)
+        v = early.get(i) or k.vals_at(op, i)
         ring = _ring(k, op, inits, bases) if v is None or v[0] is None or v[1] is None else None
         # a symbol known but its slot not: the ring only when it is part of the symbol's barriers
         if ring is not None and (v is None or v[0] is None or ring[1] != frozenset(inits.get(ring[0], ()))):

@@ -341,6 +341,46 @@ class _Kernel:
         self._vals[op] = res
         return res
 
+    def vals_at(self, op: str, j: int) -> Val:
+        """`vals` of `op` where statement j reads it, for a register written several times in
+        j's block before j (an inline-asm block's scoped register: `mov a, smem; mad a, i,
+        8, a; add a, a, 163920; mbarrier.arrive [a]`): each write evaluated in turn with the
+        register holding what the one before wrote. Other operands: `vals`."""
+        text = op.strip()
+        if text.startswith("[") and text.endswith("]"):
+            text = text[1:-1].strip()
+        m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", text)
+        reg, shift = (m.group(1).strip(), int(m.group(2))) if m else (text, 0)
+        ds = self.defs.get(reg, [])
+        idx = sorted(self.index[id(d)] for d in ds)
+        b = self.block_of[j]
+        if len(idx) < 2 or not all(self.block_of[x] == b and x < j for x in idx) or any(
+                self.stmts[x].guard for x in idx):
+            return self.vals(op)
+        had, old = reg in self._vals, self._vals.get(reg)
+        prev: Val = None
+        try:
+            for x in idx:
+                known = set(self._vals)
+                if prev is not None:
+                    self._vals[reg] = prev
+                else:
+                    self._vals.pop(reg, None)
+                busy, self._busy = self._busy, set(self._busy) | ({reg} if prev is None else set())
+                try:
+                    res = self._val_def(self.stmts[x], 1)
+                finally:
+                    self._busy = busy
+                for key in set(self._vals) - known:  # computed from an assumed `reg`: dropped
+                    del self._vals[key]
+                prev = res
+        finally:
+            if had:
+                self._vals[reg] = old
+            else:
+                self._vals.pop(reg, None)
+        return _shift(prev, shift) if shift else prev
+
     def linear_vals(self, op: str) -> Val:
         """(symbol, values) of an address read as a linear form over its leaf registers, so
         that a leaf used twice counts once: Triton's sm_90 K-loop reaches `smem + 8 * s`
