@@ -19,10 +19,15 @@ that reach the same blocks form one partition. A block every partition reaches i
 (before the dispatch) or shared by all (after it); one that some reach is named by those.
 
 A partition's job is read from what its own blocks issue: TMA / bulk / cp.async loads
-(producer), wgmma / tcgen05 / mma.sync issue or FMA math (consumer), tensor-memory loads
+(producer), wgmma / tcgen05 / mma.sync issue or FMA math (consumer; an FMA by the zero
+register is a constant move, not math), Cluster Launch Control's work fetch alone
+(`UGETNEXTWORKID`: scheduler, whose role key is producer; where no partition does math, the
+partitions working on the fetched tiles are its consumers), tensor-memory loads
 and TMA or global stores without loads or math (epilogue), exp2 per score without MMA (softmax),
 tensor memory read, rescaled and written back without MMA (correction), or
-nothing (idle). Its register budget is the first `USETMAXREG` on its own path.
+nothing (idle). Its register budget is the first `USETMAXREG` on its own path, else the
+first in code it shares with some partitions but not all (its warpgroup's, run before the
+branch that tells its warps apart).
 
 What the SASS cannot decide is said, not guessed (`Partitions.basis`): the CTA's warp
 count is not in the SASS (a profile's launch gives it; otherwise the last partition's warps
@@ -99,7 +104,7 @@ def _parse(pc: int, text: str) -> _Op:
 
 @dataclass
 class Partition:
-    name: str  # producer | consumer | epilogue | softmax | correction | idle
+    name: str  # producer | consumer | scheduler | epilogue | softmax | correction | idle
     warps: tuple[int, ...]
     open_ended: bool  # the CTA's size is unknown: the last warps go on past these
     job: str  # what its own code issues, e.g. 'TMA load', 'MMA issue (tcgen05), TMA store'
@@ -108,7 +113,10 @@ class Partition:
 
     @property
     def role(self) -> str:
-        """The role key the hypotheses read: producer, consumer or common."""
+        """The role key the hypotheses read: producer, consumer or common. A scheduler
+        produces the work its kernel's consumers wait for (on an mbarrier): a producer."""
+        if self.name == "scheduler":
+            return "producer"
         return self.name if self.name in ("producer", "consumer") else "common"
 
     @property
@@ -141,13 +149,24 @@ class Partitions:
     assumptions: tuple[str, ...]
 
 
+_FMA = re.compile(r"^(FFMA|HFMA2|HFMA|DFMA)(\.|$)")
+_ZERO = re.compile(r"^[-|]*U?RZ(\.[A-Z0-9_]+)?\|?$")
+
+
+def constant_move(op: _Op) -> bool:
+    """An FMA whose multiplicands include the zero register is no math: `HFMA2 R5, -RZ, RZ,
+    0, 5.96e-08` is ptxas's way to load a constant (0 * x + c = c), in copy, TMA and
+    epilogue code alike. (That is also how Triton's warp table gets its values: `_table`.)"""
+    return bool(_FMA.match(op.op)) and len(op.args) >= 4 and any(_ZERO.match(t) for t in op.args[1:3])
+
+
 def _job(ops: list[_Op]) -> tuple[str, str]:
     """(partition name, job) from the opcodes a partition's own blocks issue."""
     names = [o.op for o in ops]
     has = lambda p: any(re.match(p, n) for n in names)  # noqa: E731
     loads = [j for p, j in ((r"^UTMALDG", "TMA load"), (r"^UBLKCP\.S\.G", "bulk copy load"),
                             (r"^LDGSTS", "cp.async load")) if has(p)]
-    math = sum(bool(re.match(r"^(FFMA|FMUL|FADD|HFMA2|DFMA)", n)) for n in names)
+    math = sum(bool(re.match(r"^(FFMA|FMUL|FADD|HFMA2|DFMA)", o.op)) and not constant_move(o) for o in ops)
     mma = [j for p, j in ((r"^[HQIB]GMMA", "MMA issue (wgmma)"), (r"^UTC[A-Z]*MMA", "MMA issue (tcgen05)"),
                           (r"^[HID]MMA", "MMA (mma.sync)")) if has(p)]
     if not loads and not mma and not math >= 4 and has(r"^LDG") and has(r"^STS"):
@@ -163,10 +182,15 @@ def _job(ops: list[_Op]) -> tuple[str, str]:
         # the correction: the accumulator in tensor memory read, rescaled and written back
         return "correction", "rescales tensor memory (correction)"
     work = mma or (["FMA math"] if math >= 4 else [])
+    # Cluster Launch Control (sm_100 `clusterlaunchcontrol.try_cancel` -> UGETNEXTWORKID): an
+    # asynchronous fetch of the next tile that completes transaction bytes on an mbarrier.
+    clc = ["CLC work fetch"] if has(r"^UGETNEXTWORKID") else []
     if loads and not work:
-        return "producer", ", ".join(loads)
+        return "producer", ", ".join(loads + clc)
     if work:
-        return "consumer", ", ".join(work + loads + (["softmax (exp2)"] if softmax else []) + stores)
+        return "consumer", ", ".join(work + loads + (["softmax (exp2)"] if softmax else []) + stores + clc)
+    if clc:
+        return "scheduler", ", ".join(clc + stores)
     if softmax:
         return "softmax", ", ".join(["softmax (exp2)"] + stores)
     if stores:
@@ -524,10 +548,21 @@ def recover(instrs: list, blocks: dict, warps: int | None = None) -> Partitions 
         own = sorted(s for s in r if len(owners[s]) == 1)
         own_ops = [o for s in own for o in ops[s]]
         name, job = _job(own_ops)
-        regs = next((_imm(o.args[-1]) for o in own_ops if o.base == "USETMAXREG" and o.args), None)
+        regs = _setmaxnreg(own_ops)
+        if regs is None:
+            # A setmaxnreg in code this partition shares with some others but not all (CuTe
+            # DSL's producer warpgroup: `USETMAXREG.DEALLOC 40` run by warps 0-3 before the
+            # producer warp's own branch) sets this partition's budget too.
+            regs = _setmaxnreg([o for s in sorted(r) if 1 < len(owners[s]) < len(groups) for o in ops[s]])
         p = Partition(name, tuple(ws), open_end and (n - 1) in ws, job, regs, set(own))
         parts.append(p)
         by_group[r] = p
+    if any(p.name == "scheduler" for p in parts) and not any(p.role == "consumer" for p in parts):
+        # A Cluster Launch Control kernel without MMA or math: the warps that work on the
+        # tiles the scheduler fetches (loads, stores) are its consumers.
+        for p in parts:
+            if p.name in ("epilogue", "softmax"):
+                p.name = "consumer"
     setup = _prefix(starts[0], succ, owners, len(groups))
     label: dict[int, str] = {}
     role: dict[int, str] = {}
@@ -553,6 +588,11 @@ def recover(instrs: list, blocks: dict, warps: int | None = None) -> Partitions 
             owners[s] = owners[prev]
     basis = "assumption" if assumptions else "evidence"
     return Partitions(parts, label, role, basis, tuple(assumptions))
+
+
+def _setmaxnreg(ops: list[_Op]) -> int | None:
+    """The register budget of the first `USETMAXREG` among `ops`."""
+    return next((_imm(o.args[-1]) for o in ops if o.base == "USETMAXREG" and o.args), None)
 
 
 def _self_loop(ops: list[_Op], start: int) -> bool:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from wsperf.analyses.partitions import Partitions, _parse, recover
+from wsperf.analyses.partitions import Partitions, _parse, constant_move, recover
 from wsperf.collectors.store import transaction
 
 _TARGET = re.compile(r"(0x[0-9a-fA-F]+)\s*;?\s*$")
@@ -54,7 +54,7 @@ _MAX_STUB = 8
 _MATH = re.compile(r"^(FFMA|FMUL|FADD|HFMA2|HMUL2|HADD2|DFMA|DMUL|DADD)")
 # `HFMA2.MMA Rd, -RZ, RZ, a, b` computes -0*0 + (a, b): the compiler's way to move a
 # constant into a register, common in copy loops (ring_pcsamp's LDG/STS producer has one).
-_CONSTANT_MOVE = re.compile(r"^\s*(?:@!?U?P\w+\s+)?HFMA2(?:\.\w+)*\s+R\w+,\s*-?RZ,\s*-?RZ,")
+# Any FMA with a zero multiplicand is such a move (`partitions.constant_move`).
 _MIN_MATH = 4
 
 
@@ -117,7 +117,7 @@ def build_blocks(instrs: list[Instr]) -> dict[int, Block]:
         if not unconditional and b.start in nxt:
             b.succ.add(nxt[b.start])
         ops = [i.opcode_full for i in b.instrs]
-        math = sum(bool(_MATH.match(i.opcode_full)) and not _CONSTANT_MOVE.match(i.text or "") for i in b.instrs)
+        math = sum(bool(_MATH.match(i.opcode_full)) and not constant_move(_parse(i.pc, i.text)) for i in b.instrs)
         if any(_PRODUCER_COPY.match(o) for o in ops) or (
             any(o.startswith("LDG") for o in ops) and any(o.startswith("STS") for o in ops) and not math
         ):

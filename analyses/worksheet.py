@@ -131,6 +131,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         groups.setdefault(k.role[k.block_of[i]], []).append(i)
     role_name: dict[frozenset | None, str] = {}
     roles: list[Item] = []
+    kinds: dict[frozenset, tuple[str, int]] = {}  # a role's warps -> (its kind, its item in roles)
     # where tcgen05.alloc writes the tensor-memory address it allocated (read back by every warp)
     tmem_slots = {at for s in stmts if s.opcode.startswith("tcgen05.alloc") and s.operands
                   and (at := k.shared_at(s.operands[0])) is not None}
@@ -171,7 +172,14 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         attn = None if mma else "softmax" if ex2 >= SOFTMAX_EX2 else \
             "correction" if tmem_rw and not to_global and any(o.startswith(("mul.f32", "mul.rn.f32", "mul.ftz.f32"))
                                                                for o in ops) else None
-        kind = attn if attn else \
+        # what stores a result out (to global memory, or by TMA from shared) after reading the
+        # accumulator, with no MMA and no TMA load of its own, is the epilogue, whatever else
+        # it reads or computes on the way: a bias (ld.global, Triton's cp.async prefetch of
+        # it), an activation (the exp2 of a sigmoid or GELU)
+        epilogue = not mma and to_global and any(o.startswith("tcgen05.ld") or (
+            o.startswith("cp.async.bulk") and ".global.shared" in o) for o in ops) and not any(
+            o.startswith("cp.async.bulk") and _PRODUCER.match(o) for o in ops)
+        kind = "epilogue" if epilogue else attn if attn else \
             "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
             "tensor-memory owner" if any(o.startswith(("tcgen05.alloc", "tcgen05.dealloc", "tcgen05.relinquish"))
@@ -186,16 +194,19 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
                                                                                         "mma", "ld", "st") else "")
                        for o in ops if _PRODUCER.match(o) or _CONSUMER.match(o) or o.startswith("st.shared")})
         # Roles split by a table in shared memory rest on reading it as its first values.
+        kinds[ws] = (kind, len(roles))
         roles.append(Item("roles", f"{role_name[ws]}: " + (f"{', '.join(jobs)}; " if jobs else "")
                           + f"{len(idx)} statements" + (f"; {', '.join(what)}" if what else ""),
                           Basis.ASSUMPTION if k.table_reads else Basis.EVIDENCE))
+    _fold_sub_roles(kinds, role_name, roles)
     if not roles:
         roles.append(Item("roles", "no branch on a warp/warpgroup index derived from %tid.x: not warp-specialized "
                           "(or its roles are not readable statically)", Basis.ASSUMPTION))
     elif all_warps and not k.table_reads:
         # warps that no role branch admits (CuTe's warps 1-3 beside a producer warp 0 and an
         # MMA warpgroup 4-7) run only what every warp runs
-        spare = all_warps - frozenset().union(*(ws for ws in groups if ws is not None and ws != all_warps))
+        spare = all_warps - frozenset().union(*(ws for ws in groups if ws is not None and ws != all_warps
+                                                 and not role_name.get(ws, "").startswith("dispatch")))
         shared = [stmts[i].opcode for i in groups.get(all_warps, ())]
         if spare and any(_PRODUCER.match(o) or _CONSUMER.match(o) or _EPILOGUE.match(o) for o in shared):
             roles.append(Item("roles", f"no role of their own ({_warps(spare)}): they run only the code every warp "
@@ -476,7 +487,8 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     for g in groups.values():
         sig = (g["sym"] if g["sym"] is not None else id(g), tuple(sorted({str(c) for _, c in g["inits"]})),
                frozenset((a.kind, a.site.role, a.site.threads, a.arrivals, a.tx_bytes) for a in g["arr"]),
-               frozenset((w.site.role, w.site.threads) for w in g["wait"]), g.get("life"))
+               frozenset((w.site.role, w.site.threads) for w in g["wait"]), g.get("life"),
+               frozenset(_copy_source(k, a) for a in g["arr"] if a.kind == "complete_tx"))
         m = merged.get(sig)
         if m is None:
             merged[sig] = g
@@ -563,6 +575,35 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
         count = c(0) if c else None  # type: ignore[assignment]
     return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None, loop,
                   _turns(k, i))
+
+
+def _copy_source(k: _Kernel, a: Arrive) -> str:
+    """The tensor map (or source address) a copy reads: two rings fed from different maps
+    (a SwiGLU kernel's A+W1 ring and its W3 ring) are not look-alikes."""
+    i = k.stmt_of(a.site)
+    if i is None or len(k.stmts[i].operands) < 2:
+        return ""
+    src = k.stmts[i].operands[1].strip()
+    m = re.match(r"\[\s*([^,\]\s]+)", src)
+    return m.group(1) if m else src
+
+
+def _fold_sub_roles(kinds: dict[frozenset, tuple[str, int]], role_name: dict, roles: list[Item]) -> None:
+    """A branch inside a role taken by some of its warps that does no job of its own (an
+    elected warp's init or arrive, one warpgroup's `bar.sync` that orders it after the
+    other: TIRx and CuTe's ping-pong) is that role's code, not a role: it takes the name of
+    the smallest role around it whose kind is a job, and its item is dropped."""
+    jobless = ("idle", "other")
+    drop = []
+    for ws, (kind, at) in kinds.items():
+        if kind not in jobless:
+            continue
+        around = [w for w, (kd, _) in kinds.items() if ws < w and kd not in jobless + ("dispatch", "none")]
+        if around:
+            role_name[ws] = role_name[min(around, key=len)]
+            drop.append(at)
+    for at in sorted(drop, reverse=True):
+        del roles[at]
 
 
 def _flag_per_trip(barriers: tuple[Barrier, ...]) -> list[Flag]:
