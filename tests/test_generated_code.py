@@ -29,16 +29,41 @@ CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx"
            "ws_bulk.ptx", "gluon_ws_3part.ptx", "gluon_ws_3part_s4_4.ptx", "gluon_ws_3part_slow_store.ptx",
            "cute_tcgen05_gemm.ptx", "cute_tcgen05_gemm_cluster.ptx", "tirx_ws_gemm_cluster.ptx",
            "gluon_ws_wgmma_sm90.ptx", "gluon_ws_3part_sm90.ptx", "triton_ws_attn_sm100.ptx",
-           "triton_ws_sm100_epilogue_subtile.ptx"]
+           "triton_ws_sm100_epilogue_subtile.ptx", "cute_pipe_wgmma2.ptx", "cute_pipe_wgmma2_cluster.ptx",
+           "cute_pipe_pingpong.ptx", "cute_pipe_pingpong_named.ptx", "cute_pipe_tmastore.ptx", "cute_pipe_cpasync.ptx",
+           "cute_pipe_umma_persistent.ptx", "cute_pipe_umma_cluster.ptx", "cute_pipe_2cta.ptx", "cute_pipe_clc.ptx",
+           "tirx_pgemm.ptx", "tirx_pgemm_warpelect.ptx", "tirx_pgemm_wbowner.ptx", "tirx_pgemm_arrivecount.ptx",
+           "tirx_pgemm_dynacc.ptx", "tirx_pgemm_init_role_ok.ptx", "tirx_pgemm_init_role_private.ptx", "tirx_hgemm.ptx",
+           "tws_bias_relu_s2_w8.ptx", "tws_bias_gelu_s5_w8.ptx", "tws_bias_relu_dev_s2_w8.ptx", "tws_batched_sm100.ptx",
+           "tws_splitk_sm100.ptx", "tws_sigattn_sm100.ptx", "tws_sigattn_causal_sm100.ptx", "tws_swiglu_sm100.ptx",
+           "tws_fp8_sm100.ptx", "tws_kloop_bm64_sm100.ptx", "tws_two_loops_bn64_sm100.ptx", "tws_single_acc_sm100.ptx",
+           "tws_rowsum_sm100.ptx", "tws_h_128x256_sm90.ptx", "tws_h_fp8_sm90.ptx", "tws_h_kloop_w4_sm90.ptx",
+           "gluon_pgemm.ptx", "gluon_pgemm_cnt128.ptx", "gluon_pgemm_thr128.ptx", "gluon_pgemm_thr128b.ptx",
+           "gluon_pgemm_predcommit.ptx", "gluon_pgemm_2exp.ptx", "gluon_two_cons.ptx", "gluon_quad_gemm.ptx",
+           "gluon_cgemm.ptx", "gluon_tworeg.ptx", "gluon_pvt_bias.ptx", "gluon_reinit_bias.ptx", "gluon_wide90.ptx",
+           "gluon_mmadef.ptx", "gluon_gather_gemm.ptx"]
 
-# Planted bugs in newer shapes (fixtures/src/cute/cute_tcgen05_gemm.py, fixtures/src/tirx/
-# tirx_ws_gemm_cluster.py, fixtures/src/triton_tma/sweep_ws.py): each raises exactly its flag.
+# Planted bugs in newer shapes (fixtures/src/cute/cute_tcgen05_gemm.py, fixtures/src/cute/cute_pipe_*.py,
+# fixtures/src/tirx/tirx_ws_gemm_cluster.py, fixtures/src/triton_tma/sweep_ws.py): each raises exactly its flag.
+# (cute_pipe_umma_cluster_mask, whose flag may rest on the cluster's shape, is in tests/test_cute_pipelines.py.)
 PLANTED = [("cute_tcgen05_gemm_double_free.ptx", 6, "freed by 2 warps"),
            ("cute_tcgen05_gemm_cluster_init.ptx", 9, "only a CTA barrier"),
            ("cute_tcgen05_gemm_count.ptx", 2, "count 2"),
            ("tirx_ws_gemm_cluster_init.ptx", 9, "only a CTA barrier"),
            ("gluon_ws_wgmma_sm90_phase.ptx", 7, "parity"),
-           ("gluon_ws_3part_sm90_count.ptx", 2, "count 2")]
+           ("gluon_ws_3part_sm90_count.ptx", 2, "count 2"),
+           ("cute_pipe_wgmma2_count.ptx", 2, "count 256"),
+           ("cute_pipe_wgmma2_phase.ptx", 7, "parity 0"),
+           ("cute_pipe_pingpong_count8.ptx", 2, "count 8"),
+           ("cute_pipe_pingpong_named_count8.ptx", 2, "count 8"),
+           ("cute_pipe_cpasync_count.ptx", 2, "count 1 "),
+           ("cute_pipe_umma_acccount.ptx", 2, "count 4"),
+           ("cute_pipe_umma_accphase.ptx", 7, "parity 0"),
+           ("cute_pipe_umma_multifree.ptx", 6, "freed by 4 warps"),
+           ("cute_pipe_umma_nopermit.ptx", 4, "relinquish_alloc_permit"),
+           ("cute_pipe_2cta_acccount.ptx", 2, "count 128"),
+           ("cute_pipe_tmastore_nofence.ptx", 5, "fence.proxy.async"),
+           ("cute_pipe_clc_count.ptx", 2, "count 128")]
 
 
 def _sheet(name: str):
