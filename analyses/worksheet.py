@@ -84,6 +84,7 @@ _CONSUMER = re.compile(r"^(wgmma\.mma_async|tcgen05\.mma|mma\.sync|fma\.|mul\.(r
 _BULK_LOAD = r"cp\.async\.bulk\.tensor\.\w+\.shared::\w+\.global"
 _JOBS = tuple((re.compile(p), job) for p, job in (
     (_BULK_LOAD + r".*\.multicast", "TMA load (multicast)"), (_BULK_LOAD, "TMA load"),
+    (r"clusterlaunchcontrol\.try_cancel", "CLC work fetch"),
     (r"cp\.async\.bulk\.shared::\w+\.global", "bulk copy load"), (r"cp\.async\.(ca|cg)", "cp.async load"),
     (r"ld\.global", "global loads"), (r"wgmma\.mma_async", "MMA issue (wgmma)"),
     (r"tcgen05\.mma", "MMA issue (tcgen05)"), (r"mma\.sync", "MMA (mma.sync)"),
@@ -179,7 +180,10 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         epilogue = not mma and to_global and any(o.startswith("tcgen05.ld") or (
             o.startswith("cp.async.bulk") and ".global.shared" in o) for o in ops) and not any(
             o.startswith("cp.async.bulk") and _PRODUCER.match(o) for o in ops)
-        kind = "epilogue" if epilogue else attn if attn else \
+        # Cluster Launch Control: the warp that asks for the next tile (try_cancel) and hands
+        # it to the others, with no copies or math of its own
+        sched = any(o.startswith("clusterlaunchcontrol.try_cancel") for o in ops) and not mma and not prod
+        kind = "scheduler" if sched else "epilogue" if epilogue else attn if attn else \
             "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
             "tensor-memory owner" if any(o.startswith(("tcgen05.alloc", "tcgen05.dealloc", "tcgen05.relinquish"))
@@ -288,6 +292,8 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
                 ops.append(("arrive", i, mbar))
         elif o.startswith("tcgen05.commit") and "mbarrier" in o and a:
             ops.append(("arrive", i, a[0]))
+        elif o.startswith("clusterlaunchcontrol.try_cancel") and "mbarrier::complete_tx" in o and len(a) > 1:
+            ops.append(("arrive", i, a[1]))  # [response], [mbar]: the 16-byte response completes tx
         elif o.startswith("cp.async.mbarrier.arrive") and a:
             ops.append(("arrive", i, a[0]))
         elif o.startswith(_WAIT) and len(a) > 1:
@@ -557,6 +563,10 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
     p = k.threads(i)
     n = len(p) if p is not None else None
     loop = k.loop_line(i)
+    if o.startswith("clusterlaunchcontrol.try_cancel"):
+        # Cluster Launch Control: the scheduler's request writes a 16-byte response and
+        # completes 16 tx bytes on the barrier, no arrival
+        return Arrive(st, "complete_tx", 0, "16", loop)
     if o.startswith("cp.async.bulk"):
         return Arrive(st, "complete_tx", 0, _shown(k, s.operands[2]) if ".tensor" not in o and len(s.operands) > 3
                       else None, loop)

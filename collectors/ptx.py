@@ -303,6 +303,8 @@ _LEAST_OPERANDS = (("mbarrier.init", 2), ("mbarrier.arrive", 2), ("mbarrier.try_
 
 
 def _least_operands(opcode: str) -> int:
+    if opcode.startswith("clusterlaunchcontrol.try_cancel"):  # [response], [mbar]
+        return 2
     if "mbarrier::complete_tx" in opcode:  # cp.async.bulk[.tensor] dst, src..., [mbar]
         return 3
     return next((n for prefix, n in _LEAST_OPERANDS if opcode.startswith(prefix)), 0)
