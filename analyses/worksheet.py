@@ -384,7 +384,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     own: list[int] = []  # lines of a mapa to CTA 0 in a cluster of one CTA: this CTA's own barrier
     shape = k.e.cluster
     for kind, i, op in ops:
-        peer = k.peer_address(op) if kind != "init" else None
+        peer = k.peer_address(op, k.threads(i)) if kind != "init" else None
         if peer is not None and peer[1] == "CTA 0" and (shape is None or shape == (1, 1, 1)):
             # CUTLASS's consumer_release: `mapa` to dst_blockid_ = 0, which is the CTA itself
             # when the cluster is one CTA; counted as a local arrive
@@ -483,7 +483,8 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             if peer is not None:
                 # what this CTA's role sends a peer is, CTAs paired by rank ^ C, what each
                 # CTA's barrier gets from its peer's same role
-                a = Arrive(a.site, f"remote {a.kind}", a.arrivals if peer[2] else None, a.tx_bytes, a.loop)
+                a = Arrive(a.site, f"remote {a.kind}", a.arrivals * int(peer[2]) if peer[2] and a.arrivals is not None
+                           else None, a.tx_bytes, a.loop)
             g["arr"].append(a)
     _split_lifetimes(k, groups)
     _per_trip(k, groups, loop_arrives)

@@ -1027,7 +1027,7 @@ class _Kernel:
         h = self._loops[self.block_of[i]]
         return self.loop_bodies[h] if h >= 0 else set()
 
-    def peer_address(self, op: str) -> tuple[str, str, bool] | None:
+    def peer_address(self, op: str, threads: frozenset | None = None) -> tuple[str, str, bool] | None:
         """(the CTA-local address, the target rank as the PTX computes it, whether every CTA
         is the target of exactly one other) when `op` is `mapa.shared::cluster` of a local
         shared address: the barrier at the same offset in another CTA of the cluster (a
@@ -1044,7 +1044,40 @@ class _Kernel:
         src, rank = ds[0].operands[1], ds[0].operands[2]
         local = f"{src}+{off}" if off else src
         what, pairs = self._rank_expr(rank)
+        if not pairs and what != "rank" and not what.startswith("CTA "):
+            got = self._rank_targets(rank, threads)
+            if got is not None:
+                return local, got[0], got[1]  # type: ignore[return-value]
         return local, what, pairs
+
+    def _rank_targets(self, op: str, threads: frozenset | None) -> tuple[str, int] | None:
+        """(the targets as text, how many times a receiving CTA gets what one CTA's threads
+        send) of a mapa rank computed from %cluster_ctarank, per sending thread (CuTe's 2-CTA
+        epilogue releases the pair's leader, `(rank / 2) * 2`: the leader gets both CTAs'
+        arrivals; a multicast release sends lane l to rank l % 2: each CTA gets one lane's
+        share from each). The rank each thread of each CTA names, read for every rank of
+        the cluster (.reqnctapercluster's, else a pair); None when a target is not decided
+        or the CTAs that receive get different counts."""
+        shape = self.e.cluster
+        size = shape[0] * shape[1] * shape[2] if shape else 2
+        senders = sorted(threads) if threads else [0]
+        targets = []
+        for r in range(size):
+            self.rank = r
+            try:
+                f = self.value(op)
+                targets += [f(t) if f else None for t in senders]
+            finally:
+                self.rank = None
+        if None in targets or any(not 0 <= t < size for t in targets):  # type: ignore[operator]
+            return None
+        got = {targets.count(q) for q in set(targets)}
+        if len(got) != 1 or (n := got.pop()) % len(senders):
+            return None
+        shown = sorted({(r, t) for r, t in zip((r for r in range(size) for _ in senders), targets)})
+        pairs = any(".cta_group::2" in st.opcode for st in self.stmts)  # the kernel runs on CTA pairs
+        return f"rank {', '.join(f'{r}->{t}' for r, t in shown)}" + (
+            "" if shape else " (CTA pairs: .cta_group::2)" if pairs else " (a pair assumed)"), n // len(senders)
 
     def _rank_expr(self, op: str, depth: int = 0) -> tuple[str, bool]:
         """How a mapa's target rank is computed, and whether it is `rank ^ C` (C != 0)."""
