@@ -381,6 +381,10 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     # (only addresses `vals` does not decide: a decided one is a barrier, not a ring's start)
     bases = {(b[0], b[1]) for kind, i, op in ops if kind != "init" and ((v := k.vals(op)) is None or v[1] is None)
              and (b := k.ring_base(op)) is not None}
+    # a ring an operation addresses through a decided index (`bars + 8 * (i % 2)`) starts at its
+    # lowest barrier too: another ring's walk stops there (Gluon's acc_ready[2] before acc_empty[2])
+    bases |= {(v[0], min(v[1])) for kind, i, op in ops if kind != "init" and (v := k.vals_at(op, i)) is not None
+              and v[0] is not None and v[1] is not None and len(v[1]) > 1}
     own: list[int] = []  # lines of a mapa to CTA 0 in a cluster of one CTA: this CTA's own barrier
     shape = k.e.cluster
     for kind, i, op in ops:

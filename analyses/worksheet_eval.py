@@ -531,6 +531,8 @@ class _Kernel:
             return None
         if len(ops) != 2:
             return None
+        if base == "sub" and (m := self._signed_rem(ops[0], ops[1])) is not None:
+            return None, frozenset(range(m))
         a, b = self.vals(ops[0], depth), self.vals(ops[1], depth)
         if base == "and" and a and b and (a[0] is None) != (b[0] is None):
             # (buffer + 1023) & -1024: a dynamic shared buffer aligned up. The result is a
@@ -570,6 +572,36 @@ class _Kernel:
              "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y, "min": min, "max": max,
              "rem": lambda x, y: x % y if y else 0, "div": lambda x, y: x // y if y else 0}.get(base)
         return _combine(None, a[1], b[1], f) if f else None
+
+    def _signed_rem(self, x: str, y: str) -> int | None:
+        """M when `x - y` is x % M for a power of two M, in the form compilers give a signed
+        remainder (`y = (x + (x >> 31 as a sign fill)) & -M`: Gluon's `i % 2` of a tile
+        counter), and x never negative (a counter started at a constant >= 0 and only
+        stepped up): its values are 0 .. M-1 whatever x's trip count. None otherwise."""
+        ds = self.defs.get(y, [])
+        if len(ds) != 1 or ds[0].opcode.split(".")[0] != "and" or len(ds[0].operands) != 3:
+            return None
+        s_add, mask = ds[0].operands[1], ds[0].operands[2]
+        if not re.fullmatch(r"-\d+", mask) or (m := -int(mask)) & (m - 1) or m < 2:
+            return None
+        da = self.defs.get(s_add, [])
+        if len(da) != 1 or da[0].opcode.split(".")[0] != "add" or x not in da[0].operands[1:]:
+            return None
+        return m if self._never_negative(x) else None
+
+    def _never_negative(self, x: str) -> bool:
+        """x is a counter: set from constants >= 0 and otherwise only increased by a constant."""
+        ds = self.defs.get(x, [])
+        if not ds:
+            return False
+        for d in ds:
+            base, ops = d.opcode.split(".")[0], d.operands[1:]
+            if base == "mov" and len(ops) == 1 and re.fullmatch(r"\d+", ops[0]):
+                continue
+            if base == "add" and len(ops) == 2 and x in ops and re.fullmatch(r"\d+", ops[1 - ops.index(x)]):
+                continue
+            return False
+        return True
 
     def _chosen(self, ops: list[str], pick: bool, depth: int) -> Val:
         """The values `selp a, b, p` takes from a (`pick`) or b. When p compares the other
