@@ -864,7 +864,16 @@ class _Kernel:
                 continue
             r = None
             if base in ("mov", "cvt", "cvta") and len(ops) == 1:
-                r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates, spans)
+                src_steps = [x for x in self.defs.get(ops[0], []) if x.opcode.split(".")[0] == "add"
+                             and ops[0] in x.operands[1:]]
+                here = self.block_of[self.index[id(d)]]
+                if src_steps and not any(here in self.loop_blocks(self.index[id(x)]) for x in src_steps):
+                    # a copy taken before the loop that steps its source (Gluon's mmadef: the
+                    # ring pointer copied from the shared base, which another loop then steps
+                    # by a stage): the source's steps are not this pointer's
+                    r = self._ring_base(ops[0], depth + 1, busy | {op}, set(), None, None)
+                else:
+                    r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates, spans)
             elif base == "add" and len(ops) == 2 and len(consts) == 1:
                 other = ops[0] if ops[1] in consts else ops[1]
                 r = self._ring_base(other, depth + 1, busy | {op}, steps, updates, spans)
