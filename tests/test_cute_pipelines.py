@@ -75,7 +75,6 @@ EVIDENCE = frozenset({Basis.EVIDENCE})
 PLANTED = [
     ("cute_pipe_wgmma2_count", 2, EVIDENCE),           # empty init 256, 8 elected arrivals
     ("cute_pipe_wgmma2_phase", 7, EVIDENCE),           # producer's first wait on empty for parity 0
-    ("cute_pipe_pingpong_count8", 2, EVIDENCE),        # empty init 8, 4 arrivals (one warpgroup) a phase
     ("cute_pipe_pingpong_named_count8", 2, EVIDENCE),  # the same, the warpgroups ordered by bar.sync 3
     ("cute_pipe_cpasync_count", 2, EVIDENCE),          # full init 1, 64 noinc arrivals
     ("cute_pipe_umma_acccount", 2, EVIDENCE),          # acc_empty init 4, 128 arrivals
@@ -169,6 +168,18 @@ def test_pingpong_empty_barriers_count_one_warpgroup_or_are_said_unchecked(name)
     else:
         assert {c for _, c in empty.inits} == {4}
         assert {c for _, c in names[f"{D}+{{0,8,16,24}}"].inits} == {1}
+
+
+def test_pingpong_count8_ordered_by_mbarriers_is_said_unchecked():
+    """cute_pipe_pingpong_count8: empty[] init 8, one warpgroup's 4 arrivals a phase: a
+    deadlock. The warpgroups take turns through PipelineOrder's mbarriers, addressed by
+    `stage * 2 + group` with the group derived from %tid.x: the sheet does not tell those
+    barriers from the ring's, so it cannot count the ring. It must not read as all-clear:
+    no evidence flag, and the count is listed as not checked (the named-barrier twin,
+    cute_pipe_pingpong_named_count8, is flagged)."""
+    k = _sheet("cute_pipe_pingpong_count8")
+    assert not [f for f in k.flags if f.basis is Basis.EVIDENCE], k.flags
+    assert any("counts not checked" in u or "not decided by the PTX" in u for u in k.unchecked), k.unchecked
 
 
 @pytest.mark.parametrize("name, code, bases", PLANTED, ids=[n for n, _, _ in PLANTED])
