@@ -42,7 +42,7 @@ from wsperf.analyses.sql import check_kernel_regex, matching
 from wsperf.analyses.worksheet_eval import _dest, _Kernel, _warps
 from wsperf.analyses.worksheet_flags import (_flag_cluster_init, _flag_counts, _flag_cta_barrier,
                                              _flag_init_in_role, _flag_phase_order, _flag_proxy_fence,
-                                             _flag_tx_bytes)
+                                             _flag_tmem_freed_early, _flag_tx_bytes)
 from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Arrive, Barrier, Flag, KernelSheet,
                                              Site, Wait, Worksheet, _fmt, _local)
 from wsperf.collectors.errors import InputError
@@ -328,6 +328,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
     flags += _flag_phase_order(k, barriers)
     flags += _flag_tx_bytes(k, barriers, boxes)
     flags += _flag_cluster_init(k, stmts, barriers)
+    flags += _flag_tmem_freed_early(k, stmts, barriers)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
                        tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines(),
                        _unchecked(k, barriers))

@@ -1,10 +1,13 @@
-"""The mistakes a worksheet flags statically (codes 1-9, `FLAG_NAMES`): an mbarrier
+"""The mistakes a worksheet flags statically (codes 1-11, `FLAG_NAMES`): an mbarrier
 initialized inside a role, arrival counts that do not match the init count, a CTA
-barrier inside one role's branch, tensor memory not freed, a generic-proxy store read
-by the async proxy without fence.proxy.async, tensor memory freed twice (in
-worksheet.py, beside the lifetime items), a deadlock in the order of phases, expected
-bytes that the copies do not deliver, an init that peer CTAs of a cluster signal before
-a cluster barrier has made it visible to them."""
+barrier inside one role's branch (ids in registers resolved), tensor memory not freed, a
+generic-proxy store read by the async proxy without fence.proxy.async (on the storing
+thread's path or through an mbarrier handoff, where the addresses can overlap), tensor
+memory freed twice (in worksheet.py, beside the lifetime items), a deadlock in the order
+of phases, expected bytes that the copies do not deliver, an init that peer CTAs of a
+cluster signal before a cluster barrier has made it visible to them, a first wait that
+passes on a fresh barrier before reading what its arrivers produce (10, with flag 7's
+play-out), tensor memory freed while other roles may still use it (11, `_flag_tmem_freed_early`)."""
 
 from __future__ import annotations
 
@@ -12,14 +15,35 @@ import re
 
 from wsperf.analyses.correctness import Basis, Item
 from wsperf.analyses.worksheet_eval import _Kernel, _warps
-from wsperf.analyses.worksheet_model import _BAR0, _WAIT, FLAG_NAMES, Barrier, Flag, _where, phase_arrivals
+from wsperf.analyses.worksheet_model import _ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Barrier, Flag, _where, phase_arrivals
 from wsperf.collectors.ptx import Stmt
 
 
-def _is_cta_barrier(s: Stmt) -> bool:
-    """bar.sync 0 / barrier.sync 0 (/ .aligned), without a thread count: __syncthreads."""
-    return bool(_BAR0.match(s.opcode)) and ".arrive" not in s.opcode and ".red" not in s.opcode and \
-        len(s.operands) == 1 and s.operands[0] == "0"
+def _bar_operands(k: _Kernel | None, s: Stmt, i: int | None = None) -> tuple[int | None, int | None] | None:
+    """(id, thread count) of a bar/barrier sync or arrive, registers resolved to the constants
+    the PTX decides (TIRx: `mov.b32 %r1664, 0; mov.b32 %r1665, 128; bar.sync %r1664, %r1665`);
+    None for another instruction; an id or count the PTX does not decide is None (a count
+    left out is -1)."""
+    if not _BAR0.match(s.opcode) or ".red" in s.opcode or not s.operands or \
+            s.opcode.startswith(("barrier.cluster", "bar.warp")):
+        return None
+    p = k.threads(i) if k is not None and i is not None else None
+
+    def val(op: str) -> int | None:
+        op = op.strip()
+        if re.fullmatch(r"\d+", op):
+            return int(op)
+        return _const(k, op, p) if k is not None else None
+    return val(s.operands[0]), (val(s.operands[1]) if len(s.operands) > 1 else -1)
+
+
+def _is_cta_barrier(s: Stmt, k: _Kernel | None = None, i: int | None = None) -> bool:
+    """bar.sync 0 / barrier.sync 0 (/ .aligned), without a thread count: __syncthreads. With
+    the kernel, an id held in a register that the PTX sets to 0 counts too."""
+    if ".arrive" in s.opcode:
+        return False
+    ops = _bar_operands(k, s, i)
+    return ops is not None and ops[0] == 0 and ops[1] == -1
 
 
 def _everyone(k: _Kernel, i: int) -> bool:
@@ -52,15 +76,30 @@ def _cluster_waits(k: _Kernel, stmts: list[Stmt], after: int | None = None) -> s
 _RENDEZVOUS = re.compile(r"^(bar|barrier)(\.cta)?(\.aligned)?\.sync(\.aligned)?$")
 
 
-def _rendezvous(k: _Kernel, s: Stmt) -> str | None:
+def _rendezvous(k: _Kernel, s: Stmt, i: int | None = None) -> str | None:
     """The id of a named barrier that every thread of the CTA must reach before any passes:
-    `barrier.sync N` / `bar.sync N` with no thread count, or with the block's own count."""
-    if not _RENDEZVOUS.match(s.opcode) or not s.operands or not re.fullmatch(r"\d+", s.operands[0]):
+    `barrier.sync N` / `bar.sync N` with no thread count, or with the block's own count
+    (registers holding constants resolved)."""
+    if not _RENDEZVOUS.match(s.opcode):
         return None
-    if len(s.operands) == 1:
-        return s.operands[0]
-    c = k.value(s.operands[1])
-    return s.operands[0] if c is not None and k.n and c(0) == k.n else None
+    ops = _bar_operands(k, s, i)
+    if ops is None or ops[0] is None:
+        return None
+    if ops[1] == -1 or (k.n and ops[1] == k.n):
+        return str(ops[0])
+    return None
+
+
+def _ancestors(b: int, preds: list[list[int]]) -> set[int]:
+    """The blocks on some path to block b (b itself only through a loop)."""
+    out, todo = set(), [b]
+    while todo:
+        x = todo.pop()
+        for p in preds[x]:
+            if p not in out:
+                out.add(p)
+                todo.append(p)
+    return out
 
 
 def _rendezvous_after(k: _Kernel, stmts: list[Stmt], i: int, preds: list[list[int]]) -> set[int]:
@@ -71,14 +110,8 @@ def _rendezvous_after(k: _Kernel, stmts: list[Stmt], i: int, preds: list[list[in
     own copy sits (Triton's default warps run `barrier.sync 1` after the inits in their
     branch; its worker warps meet it before their dispatch)."""
     bi = k.block_of[i]
-    pre, todo = set(), [bi]  # the blocks on some path to the init
-    while todo:
-        b = todo.pop()
-        for p in preds[b]:
-            if p not in pre:
-                pre.add(p)
-                todo.append(p)
-    found = [(j, n) for j, s in enumerate(stmts) if (n := _rendezvous(k, s)) is not None]
+    pre = _ancestors(bi, preds)  # the blocks on some path to the init
+    found = [(j, n) for j, s in enumerate(stmts) if (n := _rendezvous(k, s, j)) is not None]
     met = {n for j, n in found if k.block_of[j] in pre or (k.block_of[j] == bi and j < i)}
     ahead = k.reach(bi, set())
     ids = {n for j, n in found if n not in met and k.block_of[j] in ahead and (k.block_of[j] != bi or j > i)}
@@ -95,7 +128,7 @@ def _flag_init_in_role(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, .
     decide the offsets, every barrier of the symbol is one. A barrier initialized again
     (after `mbarrier.inval`: Triton's second specialized region) is checked against its
     first init, and the notes say the later ones were not."""
-    cta_blocks = {k.block_of[i] for i, s in enumerate(stmts) if _is_cta_barrier(s) and _everyone(k, i)}
+    cta_blocks = {k.block_of[i] for i, s in enumerate(stmts) if _is_cta_barrier(s, k, i) and _everyone(k, i)}
     cta_blocks |= _cluster_waits(k, stmts)
     preds: list[list[int]] = [[] for _ in k.succ]
     for b, ss in enumerate(k.succ):
@@ -227,22 +260,54 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     return out
 
 
-def _flag_cta_barrier(k: _Kernel, stmts: list[Stmt], site) -> list[Flag]:
+def _flag_cta_barrier(k: _Kernel, stmts: list[Stmt], site) -> list[Flag]:  # type: ignore[no-untyped-def]
+    """Flag 3: a barrier that waits for the whole CTA inside one role's branch: `bar.sync 0`
+    with no thread count (__syncthreads) run by fewer than the CTA's threads, or a named
+    barrier id that the CTA also uses whole (no count, or the block's count) synced inside
+    a role with a smaller count (TIRx's epilogue `bar.sync 0, 128` beside the CTA's
+    `bar.sync 0`: one hardware barrier, two counts). Register operands are resolved to the
+    constants the PTX sets; an id it does not decide is said in the notes."""
     out = []
-    for i, s in enumerate(stmts):
-        if _is_cta_barrier(s):
-            p = k.threads(i)
-            if p is not None and k.n and len(p) < k.n:
-                st = site(i)
-                out.append(Flag(3, FLAG_NAMES[3], f"line {s.line}: {s.opcode} {s.operands[0]} (CTA-wide, "
-                                f"__syncthreads) inside a role branch ({st.role}, {len(p)} of {k.n} threads): every "
-                                "thread must reach the same barrier instruction; move it after the branches join, or "
-                                "use a named barrier with a thread count", Basis.EVIDENCE, s.line))
+    ops = {i: o for i, s in enumerate(stmts) if (o := _bar_operands(k, s, i)) is not None}
+    whole = {o[0] for i, o in ops.items() if o[0] is not None and ".arrive" not in stmts[i].opcode
+             and (o[1] == -1 or (k.n and o[1] == k.n)) and _everyone(k, i)}
+    undecided = [stmts[i].line for i, o in ops.items() if o[0] is None]
+    mixed: dict[int, int] = {}  # id -> further role sites after the first, flagged once
+    for i, (bid, cnt) in ops.items():
+        s = stmts[i]
+        p = k.threads(i)
+        if p is None or not k.n or len(p) >= k.n or bid is None:
+            continue
+        shown = f"{s.opcode} {', '.join(s.operands)}" + (
+            f" (= {bid}" + (f", {cnt}" if cnt != -1 else "") + ")" if any(o.startswith("%") for o in s.operands) else "")
+        st = site(i)
+        if bid == 0 and cnt == -1 and ".arrive" not in s.opcode:
+            out.append(Flag(3, FLAG_NAMES[3], f"line {s.line}: {shown} (CTA-wide, "
+                            f"__syncthreads) inside a role branch ({st.role}, {len(p)} of {k.n} threads): every "
+                            "thread must reach the same barrier instruction; move it after the branches join, or "
+                            "use a named barrier with a thread count", Basis.EVIDENCE, s.line))
+        elif bid in whole and cnt is not None and cnt != -1 and cnt != k.n:
+            if bid in mixed:
+                mixed[bid] += 1
+                continue
+            mixed[bid] = 0
+            cta = min(stmts[j].line for j, o in ops.items() if o[0] == bid and (o[1] == -1 or o[1] == k.n)
+                      and _everyone(k, j))
+            out.append(Flag(3, FLAG_NAMES[3], f"line {s.line}: {shown} inside a role branch ({st.role}, {len(p)} "
+                            f"of {k.n} threads) uses barrier {bid} with {cnt} threads, while the whole CTA syncs on "
+                            f"barrier {bid} (line {cta}): one hardware barrier, two thread counts (a role's "
+                            "arrivals count toward the CTA's phase); give the role's barrier an id of its own",
+                            Basis.EVIDENCE, s.line))
+    for n, f in enumerate(out):
+        m = re.search(r"uses barrier (\d+) with", f.text)
+        if m and mixed.get(int(m.group(1))):
+            out[n] = Flag(f.code, f.name, f.text + f" ({mixed[int(m.group(1))]} more site(s) of it in roles)",
+                          f.basis, f.line)
+    if undecided:
+        k.notes.append(Item("barrier", f"barrier id not decided by the PTX at line(s) "
+                            f"{', '.join(map(str, undecided[:6]))}: whether it is the CTA's barrier (flag 3) is not "
+                            "checked there", Basis.ASSUMPTION))
     return out
-
-
-_ASYNC_SMEM_READ = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|cp\.reduce\.async\.bulk|"
-                              r"wgmma\.mma_async|tcgen05\.mma|tcgen05\.cp)")
 
 
 def _tensormap_staging(k: _Kernel, stmts: list[Stmt]) -> set[tuple[str, int]]:
@@ -254,42 +319,359 @@ def _tensormap_staging(k: _Kernel, stmts: list[Stmt]) -> set[tuple[str, int]]:
             and (at := k.shared_at(s.operands[0])) is not None}
 
 
-def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
-    """st.shared, then (on some path) an async-proxy reader of shared memory with no
-    fence.proxy.async in between. A store whose lowest address is a tensor map being
-    built in shared memory is that map's, not data (`_tensormap_staging`)."""
-    maps = _tensormap_staging(k, stmts)
-    table = set(k.dispatch_table_lines())  # Triton's partition table: read by ld.shared, never by the async proxy
-    for i, s in enumerate(stmts):
-        if not s.opcode.startswith("st.shared") or s.line in table:
+_ARRIVE_OPS = _ARRIVE
+_ASYNC_SMEM_READ = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|cp\.reduce\.async\.bulk|"
+                              r"wgmma\.mma_async|tcgen05\.mma|tcgen05\.cp)")
+
+
+def _const(k: _Kernel, op: str, threads: frozenset | None = None) -> int | None:
+    """The value of `op` when the PTX decides it as one constant (a literal, or a register
+    `mov`ed from constants and %tid-derived values that agree in every thread of `threads`)."""
+    op = op.strip()
+    if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
+        return int(op, 0)
+    f = k.value(op)
+    if f is None:
+        return None
+    ts = sorted(threads) if threads else ([0] if not k.n else range(0, k.n, 32))
+    vs = {f(t) for t in ts}
+    return vs.pop() if len(vs) == 1 and None not in vs else None
+
+
+_INT_OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+            "shl": lambda a, b: a << b, "shr": lambda a, b: a >> b, "and": lambda a, b: a & b,
+            "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}
+
+
+def _tfn(k: _Kernel, op: str, depth: int = 0):  # type: ignore[no-untyped-def]
+    """t -> the value of `op` in thread t, as `_Kernel.value`, also through the 16-bit
+    arithmetic and widening products (`mul.wide.s16`) CuTe DSL computes smem offsets with;
+    each step is checked against its register width, a value that leaves it gives None."""
+    f = k.value(op)
+    if f is not None or depth > 24:
+        return f
+    ds = k.defs.get(op.strip())
+    if not ds or len(ds) != 1:
+        return None
+    d = ds[0]
+    parts = d.opcode.split(".")
+    name = parts[0]
+    if name in ("mov", "cvt") and len(d.operands) == 2:
+        src = _tfn(k, d.operands[1], depth + 1)
+        m = re.fullmatch(r"([su])(8|16|32)", parts[-1]) if name == "cvt" else None
+        if src is None or m is None:
+            return src
+        lo, hi = (-(1 << (int(m.group(2)) - 1)), 1 << (int(m.group(2)) - 1)) if m.group(1) == "s" else \
+            (0, 1 << int(m.group(2)))
+        # a value outside the source type's range would wrap or be sign-extended: not followed
+        return lambda t: v if (v := src(t)) is not None and lo <= v < hi else None
+    if name not in _INT_OPS or len(d.operands) != 3 or (name == "mul" and not ({"lo", "wide"} & set(parts))):
+        return None
+    a, b = _tfn(k, d.operands[1], depth + 1), _tfn(k, d.operands[2], depth + 1)
+    if a is None or b is None:
+        return None
+    bits = 16 if any(x in ("s16", "u16", "b16") for x in parts) and "wide" not in parts else 64
+
+    def g(t: int) -> int | None:
+        x, y = a(t), b(t)
+        if x is None or y is None:
+            return None
+        v = _INT_OPS[name](x, y)
+        return v if -(1 << (bits - 1)) <= v < (1 << (bits - 1)) else None
+    return g
+
+
+def _addr(k: _Kernel, op: str, threads: frozenset | None, depth: int = 0) -> tuple[str, frozenset | None]:
+    """A shared address as (root, byte offsets from it): the root a symbol where `vals`
+    resolves it, else the register the address is built on (through add / mov / cvta,
+    adding constants and %tid-derived terms evaluated in `threads`); offsets None when not
+    derived."""
+    op = op.strip().strip("[]").strip()
+    m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
+    base, c = (m.group(1).strip(), int(m.group(2))) if m else (op, 0)
+    if not base.startswith("%"):
+        return base, frozenset({c})
+    v = k.vals(base)
+    if v is not None and v[0] is not None and v[1]:
+        return v[0], frozenset(o + c for o in v[1])
+    ds = k.defs.get(base)
+    if depth < 8 and ds and len(ds) == 1:
+        d = ds[0]
+        name = d.opcode.split(".")[0]
+        if name in ("mov", "cvta") and len(d.operands) == 2:
+            r, offs = _addr(k, d.operands[1], threads, depth + 1)
+            return r, None if offs is None else frozenset(o + c for o in offs)
+        if name == "add" and len(d.operands) == 3:
+            for x, y in ((d.operands[1], d.operands[2]), (d.operands[2], d.operands[1])):
+                f = _tfn(k, y)
+                if f is None:
+                    continue
+                ts = sorted(threads) if threads else None
+                vs = {f(t) for t in ts} if ts else None
+                if vs is None or None in vs:
+                    break
+                r, offs = _addr(k, x, threads, depth + 1)
+                return r, None if offs is None else frozenset(o + c + w for o in offs for w in vs)  # type: ignore[operator]
+    if base in ("%r", ""):
+        return base, None
+    return base, frozenset({c})
+
+
+def _ring_extent(k: _Kernel, op: str) -> tuple[str, int, int] | None:
+    """(symbol, lo, hi): the bytes a stage address of a wrapped ring can point into, for an
+    address `ring_base` reads (base C, step S) whose wrap the PTX writes as a product by a
+    constant multiple W of S (`mul.lo q, i / STAGES, W; sub p, p, q` or `mad.lo q, i / STAGES,
+    -W, p`, as Triton and Gluon emit): [C, C + W)."""
+    rb = k.ring_base(op)
+    if rb is None:
+        return None
+    sym, base, step = rb
+    seen: set[str] = set()
+    todo = [op.strip()]
+    while todo and len(seen) < 32:
+        r = todo.pop()
+        if r in seen:
             continue
-        if maps and s.operands:
-            v = k.vals(s.operands[0])
-            if v is not None and v[0] is not None and v[1] and (v[0], min(v[1])) in maps:
-                continue
+        seen.add(r)
+        for d in k.defs.get(r, []):
+            name = d.opcode.split(".")[0]
+            if name in ("mul", "mad") and len(d.operands) >= 3:
+                w = _const(k, d.operands[2])
+                if w is not None and abs(w) >= step and abs(w) % step == 0 and abs(w) > 0:
+                    return sym, base, base + abs(w)
+            todo += [o for o in d.operands[1:] if o.startswith("%")]
+    return None
+
+
+def _desc_address(k: _Kernel, op: str) -> str | None:
+    """The shared address register a matrix descriptor (wgmma / tcgen05.mma) is built from:
+    its start-address field is `(addr >> 4) & 0x3fff` (`bfe.u32 d, addr, 4, 14`, or
+    `shr.u32 d, addr, 4`), widened (`cvt.u64.u32`) and or-ed / added with the constant high
+    fields."""
+    r = op.strip()
+    for _ in range(10):
+        ds = k.defs.get(r)
+        if not ds or len(ds) != 1:
+            return None
+        d = ds[0]
+        name = d.opcode.split(".")[0]
+        if name == "bfe" and len(d.operands) == 4 and _const(k, d.operands[2]) == 4:
+            return d.operands[1]
+        if name == "shr" and len(d.operands) == 3 and _const(k, d.operands[2]) == 4:
+            return d.operands[1]
+        if name in ("mov", "cvt") and len(d.operands) == 2:
+            r = d.operands[1]
+            continue
+        if name in ("or", "add", "and") and len(d.operands) == 3:
+            regs = [o for o in d.operands[1:] if o.strip().startswith("%") and _const(k, o) is None]
+            if len(regs) != 1:
+                return None
+            r = regs[0]
+            continue
+        return None
+    return None
+
+
+def _async_reads(k: _Kernel, s: Stmt) -> list[tuple[str, frozenset | None, int | None]] | None:
+    """What an async-proxy reader of shared memory reads: (root, start offsets, end offset
+    bound or None), one per shared operand; None when an operand's address is not derived."""
+    o, a = s.opcode, s.operands
+    out: list[tuple[str, frozenset | None, int | None]] = []
+    if o.startswith("cp.async.bulk") or o.startswith("cp.reduce.async.bulk"):
+        # [dst], [src] ...: the shared source is the second operand
+        ops = [a[1]] if len(a) > 1 else []
+    elif o.startswith(("wgmma.mma_async", "tcgen05.mma")):
+        # descriptors: wgmma's A (when not registers) and B; tcgen05.mma's a-desc and b-desc
+        ops = [x for x in (a[1:3] if o.startswith("tcgen05.mma") else a[1:3]) if x.strip().startswith("%rd")]
+        ops = [_desc_address(k, x) or "?" for x in ops]
+    elif o.startswith("tcgen05.cp") and len(a) > 1:
+        ops = [_desc_address(k, a[1]) or "?"]
+    else:
+        return None
+    if not ops:
+        return None
+    for x in ops:
+        if x == "?":
+            return None
+        ext = _ring_extent(k, x.strip().strip("[]").split("+")[0].strip())
+        if ext is not None:
+            m = re.search(r"\+\s*(-?\d+)\s*\]?$", x)
+            c = int(m.group(1)) if m else 0
+            out.append((ext[0], frozenset({ext[1] + c}), ext[2] + c))
+            continue
+        root, offs = _addr(k, x, None)
+        out.append((root, offs, None))
+    return out
+
+
+def _overlap(store: tuple[str, frozenset | None], reads: list | None) -> bool | None:
+    """Whether stored bytes can be among those an async reader reads: False when decided
+    apart (another symbol, or outside a range the PTX bounds), True when a stored address
+    is one the reader starts at (or inside its bounded range), None when not decided."""
+    if reads is None:
+        return None
+    root, offs = store
+    verdicts = []
+    for r_root, starts, end in reads:
+        if r_root != root:
+            both_symbols = not r_root.startswith("%") and not root.startswith("%")
+            verdicts.append(False if both_symbols else None)
+            continue
+        if offs is None or starts is None:
+            verdicts.append(None)
+            continue
+        if end is not None:
+            verdicts.append(any(min(starts) <= x < end for x in offs))
+            continue
+        verdicts.append(True if offs & starts else None)  # a start elsewhere: the extent is not known
+    if any(v is True for v in verdicts):
+        return True
+    if all(v is False for v in verdicts):
+        return False
+    return None
+
+
+def _same_barrier(k: _Kernel, x: str, y: str) -> bool:
+    """Whether two mbarrier operands may address the same barrier (same register, or
+    addresses `vals` resolves into one symbol with a common offset; undecided: may)."""
+    x, y = x.strip().strip("[]").strip(), y.strip().strip("[]").strip()
+    if x == y:
+        return True
+    vx, vy = k.vals(x), k.vals(y)
+    if vx is None or vy is None or vx[0] is None or vy[0] is None:
+        return True
+    if vx[0] != vy[0]:
+        return False
+    return vx[1] is None or vy[1] is None or bool(vx[1] & vy[1])
+
+
+def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
+    """Flag 5: st.shared whose bytes an async-proxy operation reads with no
+    fence.proxy.async by the storing thread in between: on some path of the storing thread
+    itself, or through a handoff (the store, then an mbarrier arrive on B, another role's
+    wait on B, then its async reader: CuTe's epilogue warps write sC and arrive, a TMA warp
+    waits and stores it). Only a reader whose shared operand can overlap the stored bytes
+    counts: where both addresses are derived and apart (Triton's slot holding the TMEM
+    base at global_smem+98304 beside rings at +0..98303 read by tcgen05.mma) nothing is
+    flagged; a stored address the reader starts at is evidence; a reader's range not
+    derived is flagged as an assumption. A store whose lowest address is a tensor map being
+    built in shared memory is that map's, not data (`_tensormap_staging`), and Triton's
+    partition table is read by ld.shared only."""
+    maps = _tensormap_staging(k, stmts)
+    table = set(k.dispatch_table_lines())
+    n = len(stmts)
+    ends = [k.starts[b + 1] if b + 1 < len(k.starts) else n for b in range(len(k.starts))]
+    walk_memo: dict[int, tuple[list[int], list[int]]] = {}
+
+    def walk(j0: int) -> tuple[list[int], list[int]]:
+        """(async readers, arrives) the thread at statement j0 reaches before a fence.proxy.async."""
+        if j0 in walk_memo:
+            return walk_memo[j0]
+        readers: list[int] = []
+        arrives: list[int] = []
         seen: set[int] = set()
-        todo = [(i + 1, k.block_of[i])]
+        todo = [(j0, k.block_of[j0] if j0 < n else None)]
         while todo:
             j, b = todo.pop()
-            end = k.starts[b + 1] if b + 1 < len(k.starts) else len(stmts)
+            if b is None:
+                continue
             stop = False
-            for x in range(j, end):
+            for x in range(j, ends[b]):
                 o = stmts[x].opcode
                 if o.startswith("fence.proxy.async"):
                     stop = True
                     break
                 if _ASYNC_SMEM_READ.match(o):
-                    return [Flag(5, FLAG_NAMES[5], f"st.shared (line {s.line}, generic proxy) is followed by "
-                                 f"{o} (line {stmts[x].line}, async proxy reading shared memory) with no "
-                                 "fence.proxy.async.shared::cta on the path: add the fence after the stores (before "
-                                 "the barrier that publishes them)", Basis.EVIDENCE, s.line)]
+                    readers.append(x)
+                elif o.startswith(_ARRIVE_OPS) and len(stmts[x].operands) > 1:
+                    arrives.append(x)
             if stop:
                 continue
             for nb in k.succ[b]:
                 if nb not in seen:
                     seen.add(nb)
                     todo.append((k.starts[nb], nb))
-    return []
+        walk_memo[j0] = (readers, arrives)
+        return readers, arrives
+
+    waits = [j for j, w in enumerate(stmts) if w.opcode.startswith(_WAIT) and len(w.operands) > 1]
+    reads_memo: dict[int, object] = {}
+
+    def reads(x: int):  # type: ignore[no-untyped-def]
+        if x not in reads_memo:
+            reads_memo[x] = _async_reads(k, stmts[x])
+        return reads_memo[x]
+
+    best: tuple[int, Flag] | None = None
+    undecided: dict[int, int] = {}  # store line -> a reader line (through a handoff) not placed
+    for i, s in enumerate(stmts):
+        if not s.opcode.startswith("st.shared") or s.line in table or not s.operands:
+            continue
+        if maps:
+            v = k.vals(s.operands[0])
+            if v is not None and v[0] is not None and v[1] and (v[0], min(v[1])) in maps:
+                continue
+        p = k.threads(i)
+        store = _addr(k, s.operands[0], p)
+        readers, arrives = walk(i + 1)
+        hits = [(x, None) for x in readers]
+        for a in arrives:
+            for j in waits:
+                q = k.threads(j)
+                if p is not None and q is not None and q <= p:
+                    continue  # the storing threads' own wait: the forward walk covers them
+                if not _same_barrier(k, stmts[a].operands[1], stmts[j].operands[1]):
+                    continue
+                hits += [(x, (a, j)) for x in walk(j + 1)[0]]
+        for x, via in hits:
+            ov = _overlap(store, reads(x))
+            if ov is False:
+                continue
+            if ov is None and via is not None:
+                # through a handoff, a store and a reader the PTX does not place: flagged only
+                # where the store's displacement is the reader's start in the same buffer
+                # (CuTe's sC: `[%r59+132096]` stored, `[%r1+132096]` read), else noted
+                if not _same_displacement(k, s.operands[0], reads(x)):
+                    undecided.setdefault(s.line, stmts[x].line)
+                    continue
+            r = stmts[x]
+            how = "" if via is None else (f", through mbarrier.arrive (line {stmts[via[0]].line}) and the wait "
+                                          f"on it at line {stmts[via[1]].line} by other threads")
+            text = (f"st.shared (line {s.line}, generic proxy) is followed by {r.opcode} (line {r.line}, async "
+                    f"proxy reading shared memory{how}) with no fence.proxy.async.shared::cta on the storing "
+                    "thread's path: add the fence after the stores (before the barrier that publishes them)")
+            if ov is None:
+                text += (" (whether the bytes it reads include the stored ones is not derived from the PTX: "
+                         f"store at {_show_addr(store)}, reader's operand not resolved to the same place)")
+            f = Flag(5, FLAG_NAMES[5], text, Basis.EVIDENCE if ov else Basis.ASSUMPTION, s.line)
+            if ov:
+                return [f]
+            if best is None:
+                best = (i, f)
+    if best is None and undecided:
+        st, rd = next(iter(undecided.items()))
+        k.notes.append(Item("handoff.fence", f"{len(undecided)} st.shared (first line {st}) published through an "
+                            f"mbarrier to another role's async-proxy reader (line {rd}) with no fence.proxy.async: "
+                            "whether the reader's bytes include the stored ones is not derived from the PTX: the "
+                            "proxy fence is not checked there", Basis.ASSUMPTION))
+    return [best[1]] if best else []
+
+
+def _same_displacement(k: _Kernel, op: str, reads) -> bool:  # type: ignore[no-untyped-def]
+    """A store `[reg+C]` into a buffer whose async reader starts at C of the same symbol."""
+    m = re.fullmatch(r"\[?\s*(%\w+)\s*\+\s*(-?\d+)\s*\]?", op.strip())
+    if not m or not reads:
+        return False
+    sym, c = k.sym_of(m.group(1)), int(m.group(2))
+    return sym is not None and any(r == sym and starts is not None and c in starts for r, starts, _ in reads)
+
+
+def _show_addr(a: tuple[str, frozenset | None]) -> str:
+    root, offs = a
+    if offs is None:
+        return f"{root}+?"
+    o = sorted(offs)
+    return f"{root}+{o[0]}" + (f"..{o[-1]}" if len(o) > 1 else "")
 
 
 def _first_parity(k: _Kernel, w, i: int) -> int | None:
@@ -370,12 +752,13 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                 blocked.discard(w[1])
                 changed = True
     stuck = [w for w in waits if w[1] in blocked and any(a[0] == w[0] for a in arrivals)]
+    flags10 = _flag_premature_pass(k, barriers, waits)
     if unchecked:
         k.notes.append(Item("handoff.phase", f"{unchecked} wait(s) whose first-trip parity or threads are not "
                             "derived (a kernel argument, data or an unresolved address decides them): the order of "
                             "phases is not checked there", Basis.ASSUMPTION))
     if not stuck:
-        return []
+        return flags10
     stuck.sort(key=lambda w: w[1])
     parts = []
     for n, i, _, _, w in stuck:
@@ -387,7 +770,80 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     return [Flag(7, FLAG_NAMES[7], "; ".join(parts) + ": each of those arrivals comes after one of these waits, so no "
                  "role can move (deadlock on the first trip). The role that fills a stage first waits on its "
                  "'empty' barrier with parity 1 on the first pass (phase ^ 1): check the first wait's parity",
-                 Basis.EVIDENCE, stuck[0][4].site.line)]  # type: ignore[attr-defined]
+                 Basis.EVIDENCE, stuck[0][4].site.line)] + flags10  # type: ignore[attr-defined]
+
+
+# what a role reads after a wait: shared-memory data (matrix descriptors, generic loads, a TMA
+# store's source, tcgen05.cp) and tensor memory (tcgen05.ld)
+_READS_SMEM = re.compile(r"^(tcgen05\.mma|wgmma\.mma_async|ld\.shared|ldmatrix|tcgen05\.cp|"
+                         r"cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|cp\.reduce\.async\.bulk)")
+_READS_TMEM = re.compile(r"^tcgen05\.ld")
+
+
+def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list) -> list[Flag]:
+    """Flag 10: a role's first wait on a barrier asks for parity 1, so it passes on the fresh
+    barrier (phase 0 still pending), and before its next wait the role reads what the
+    barrier's arrivers produce: a stage that copies complete bytes on (TMA / bulk / cp.async
+    loads into shared memory), read by tcgen05.mma, wgmma, ld.shared, ldmatrix or a TMA
+    store; or an accumulator a tcgen05.commit publishes, read by tcgen05.ld. It reads data
+    not yet written (a race, no hang). A producer's first wait on `empty` (it then writes
+    the stage) and an MMA warp's first wait on `acc_empty` (its arrivers produce nothing it
+    reads) pass legitimately. `waits` are flag 7's first trips (barrier index, statement,
+    warps, first-trip parity, Wait). Evidence: the parity and the read are both decided."""
+    stmts = k.stmts
+    n = len(stmts)
+    ends = [k.starts[b + 1] if b + 1 < len(k.starts) else n for b in range(len(k.starts))]
+    out: list[Flag] = []
+    done: set[int] = set()
+    for bn, i, warps, parity, w in waits:
+        if parity != 1 or bn in done:
+            continue
+        b = barriers[bn]
+        kinds = {a.kind.removeprefix("remote ") for a in b.arrivers}
+        smem = any(kd in ("complete_tx", "cp.async.mbarrier.arrive") for kd in kinds)
+        tmem = "tcgen05.commit" in kinds
+        if not smem and not tmem:
+            continue
+        p = k.threads(i)
+        # the waiting thread's code up to its next wait (on any barrier)
+        seen: set[int] = set()
+        todo = [(i + 1, k.block_of[i])]
+        read = None
+        while todo and read is None:
+            j, bb = todo.pop()
+            stop = False
+            for x in range(j, ends[bb]):
+                o = stmts[x].opcode
+                if o.startswith(_WAIT):
+                    stop = True
+                    break
+                q = k.threads(x)
+                if q is not None and p is not None and not (q & p):
+                    continue
+                if (smem and _READS_SMEM.match(o)) or (tmem and _READS_TMEM.match(o)):
+                    read = x
+                    break
+            if stop or read is not None:
+                continue
+            for nb in k.succ[bb]:
+                if nb not in seen:
+                    seen.add(nb)
+                    todo.append((k.starts[nb], nb))
+        if read is None:
+            continue
+        done.add(bn)
+        r = stmts[read]
+        what = "the stage its copies fill" if smem and _READS_SMEM.match(r.opcode) else \
+            "the accumulator its tcgen05.commit publishes"
+        feeders = sorted({f"{a.kind} by {a.site.role} at line {a.site.line}" for a in b.arrivers})[:3]
+        out.append(Flag(10, FLAG_NAMES[10], f"{w.site.role} waits on {b.name} for parity 1 on its first trip "
+                        f"(line {w.site.line}, parity {w.parity}): a fresh barrier is in phase 0, so the wait "
+                        f"passes at once, and it then reads {what} ({r.opcode}, line {r.line}) before any "
+                        f"arrival ({'; '.join(feeders)}) has completed the phase: a race on unwritten data. "
+                        "The role that consumes a barrier's phase waits for parity 0 first (phase starts at 0); "
+                        "only the role that fills a stage first waits with phase ^ 1",
+                        Basis.EVIDENCE if k.threads(read) is not None else Basis.ASSUMPTION, w.site.line))
+    return out
 
 
 def _param_of(k: _Kernel, op: str, depth: int = 0) -> int | None:
@@ -517,12 +973,16 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
                         amounts[side].append(None)
                         continue
                     if side == 1 and ".tensor" in s.opcode:
+                        # tile::gather4 (scatter4) moves 4 rows of the box's width, each row
+                        # named by its own coordinate: 4 boxes of one row's bytes a copy
+                        rows = 4 if re.search(r"\.tile::(gather4|scatter4)", s.opcode) else 1
                         p = _tensor_map_param(k, s)
                         if p is not None:
-                            amounts[side].append(box_of.get(p))
+                            bx = box_of.get(p)
+                            amounts[side].append(bx * rows if bx is not None else None)
                             continue
                         dev = device.get(_map_root(k, s.operands[1].strip("[]").split(",")[0]))
-                        amounts[side].append(dev[0] if dev else None)
+                        amounts[side].append(dev[0] * rows if dev else None)
                         if dev:
                             shown.append(f"line {s.line}: one copy of {dev[1]}")
                         continue
@@ -604,6 +1064,11 @@ def _flag_cluster_init(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, .
         for a in b.arrivers:
             if not (a.kind.startswith("remote ") or ".multicast" in a.site.instruction):
                 continue
+            if a.site.instruction.startswith("clusterlaunchcontrol") and (
+                    k.e.cluster is None or k.e.cluster == (1, 1, 1)):
+                # a CLC response multicast to `cluster::all` reaches peers only when the launch
+                # has a cluster; the PTX declares none: no peer is seen to signal
+                continue
             i = k.stmt_of(a.site)
             if i is None or k.block_of[i] not in free:
                 continue
@@ -625,7 +1090,7 @@ def _flag_cluster_init(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, .
     hits.sort(key=lambda h: (h[2], h[1].site.line))  # type: ignore[attr-defined]
     b, a, chained = hits[0]
     init = min(s.line for s, _ in b.inits)
-    cta = sorted(s.line for s in stmts if _is_cta_barrier(s) and s.line > init)
+    cta = sorted(s.line for i, s in enumerate(stmts) if _is_cta_barrier(s, k, i) and s.line > init)
     between = f"only a CTA barrier (line {cta[0]}) follows it" if cta else "no cluster barrier follows it"
     def what(x) -> str:  # a multicast tcgen05.commit arrives; a multicast copy completes bytes
         if ".multicast" not in x.site.instruction:
@@ -641,3 +1106,114 @@ def _flag_cluster_init(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, .
                  + ". After the inits: fence.mbarrier_init.release.cluster, then barrier.cluster.arrive.relaxed + "
                  "barrier.cluster.wait in every thread, before the first remote arrive or multicast",
                  Basis.ASSUMPTION if chained else Basis.EVIDENCE, init)]
+
+
+_TMEM_USE = re.compile(r"^tcgen05\.(mma|ld|st|cp)")
+
+
+def _flag_tmem_freed_early(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 11: tensor memory freed (tcgen05.dealloc) by one role while other roles use it
+    (tcgen05.mma / ld / st / cp) with nothing on the dealloc's path ordering it after their
+    uses: no mbarrier wait (before the dealloc, in its threads) on a barrier those roles
+    arrive on after a use, and no CTA / named barrier that its threads pass before the
+    dealloc and those roles reach (same id) after a use. TIRx's allocating warp freeing
+    right after the alloc barrier (`bar.sync 0`, which every role meets before its first
+    use) is the mistake; the usual teardown (a CTA barrier all roles reach at the end, or
+    the epilogue freeing after its wait on the accumulator) is not. What the PTX does not
+    decide (threads, a barrier id) is said in the notes, not flagged."""
+    deallocs = [i for i, s in enumerate(stmts) if s.opcode.startswith("tcgen05.dealloc")]
+    if not deallocs or not k.n:
+        return []
+    uses = [i for i, s in enumerate(stmts) if _TMEM_USE.match(s.opcode)]
+    if not uses:
+        return []
+    preds: list[list[int]] = [[] for _ in k.succ]
+    for b, ss in enumerate(k.succ):
+        for x in ss:
+            preds[x].append(b)
+    reach_memo: dict[int, set[int]] = {}
+
+    def reach(b: int) -> set[int]:
+        if b not in reach_memo:
+            reach_memo[b] = k.reach(b, set())
+        return reach_memo[b]
+
+    def after(i: int, j: int) -> bool:
+        """Statement j can run after statement i in one thread (later in its block, or a block i reaches)."""
+        bi, bj = k.block_of[i], k.block_of[j]
+        return (bi == bj and j > i) or any(bj in reach(s) for s in k.succ[bi])
+
+    bars = {i: o for i, s in enumerate(stmts) if (o := _bar_operands(k, s, i)) is not None and ".arrive" not in s.opcode}
+    wait_bar: dict[int, Barrier] = {}
+    for b in barriers:
+        for w in b.waiters:
+            j = k.stmt_of(w.site)
+            if j is not None:
+                wait_bar[j] = b
+    out: list[Flag] = []
+    undecided: list[str] = []
+    for d in deallocs:
+        pd = k.threads(d)
+        if pd is None:
+            undecided.append(f"line {stmts[d].line}: the threads that free it are not derived")
+            continue
+        wd = {t // 32 for t in pd}
+        # the statements the freeing threads pass on some path to the dealloc
+        pre = _ancestors(k.block_of[d], preds)
+        before = [j for j in range(len(stmts)) if (k.block_of[j] in pre or (k.block_of[j] == k.block_of[d] and j < d))
+                  and (q := k.threads(j)) is not None and q & pd]
+        roles: dict[frozenset, list[int]] = {}
+        for u in uses:
+            q = k.threads(u)
+            if q is None:
+                undecided.append(f"line {stmts[u].line}: the threads of a tensor-memory use are not derived")
+                continue
+            wu = frozenset(t // 32 for t in q)
+            if wu <= wd or not q:
+                continue
+            roles.setdefault(wu, []).append(u)
+        early: list[str] = []
+        for wu, us in sorted(roles.items(), key=lambda x: min(x[1])):
+            def ordered(u: int) -> bool | None:
+                verdict: bool | None = False
+                for j in before:
+                    if stmts[j].opcode.startswith(_WAIT) and j in wait_bar:
+                        for a in wait_bar[j].arrivers:
+                            x = k.stmt_of(a.site)
+                            q = k.threads(x) if x is not None else None
+                            if x is not None and q is not None and {t // 32 for t in q} & wu and (x == u or after(u, x)):
+                                return True
+                    elif j in bars:
+                        bid = bars[j][0]
+                        if bid is None:
+                            verdict = None
+                            continue
+                        qj = k.threads(j)
+                        if qj is not None and {t // 32 for t in qj} & wu and after(j, u):
+                            continue  # the users pass this very barrier before the use: an earlier generation
+                        for x, o in bars.items():
+                            q = k.threads(x)
+                            if o[0] == bid and q is not None and {t // 32 for t in q} & wu and after(u, x):
+                                return True
+                return verdict
+            verdicts = [ordered(u) for u in us]
+            if all(v is True for v in verdicts):
+                continue
+            if any(v is None for v in verdicts):
+                undecided.append(f"line {stmts[d].line}: a barrier id on its path is not decided")
+                continue
+            u = next(u for u, v in zip(us, verdicts) if v is False)
+            early.append(f"{_warps(wu)}: {stmts[u].opcode.split('.')[0]}.{stmts[u].opcode.split('.')[1]} at line(s) "
+                         + ", ".join(str(stmts[x].line) for x in sorted(us)[:4]))
+        if early:
+            out.append(Flag(11, FLAG_NAMES[11], f"tensor memory is freed (tcgen05.dealloc, line {stmts[d].line}, "
+                            f"{_warps(frozenset(wd))}) while other roles still use it ({'; '.join(early)}), and "
+                            "nothing on the dealloc's path waits for those uses (no mbarrier wait on a barrier they "
+                            "arrive on after a use, no CTA / named barrier they reach after it): the columns can be "
+                            "freed, and handed to another CTA, while still in use; free them after a barrier every "
+                            "user reaches after its last use (bar.sync at teardown, or a wait on the accumulator's "
+                            "release)", Basis.EVIDENCE, stmts[d].line))
+    if undecided:
+        k.notes.append(Item("lifetime", "whether tensor memory is freed after its last use is not checked: "
+                            + "; ".join(dict.fromkeys(undecided[:4])), Basis.ASSUMPTION))
+    return out

@@ -1,0 +1,134 @@
+"""Worksheet flags on compiler-generated (DSL) code: Gluon, TIRx, CuTe DSL and Triton
+kernels written here (fixtures/ptx/, their design truth beside their generators in
+fixtures/src/). Each defect class is tested on both sides: the flag fires on the planted
+kernel and stays silent on its correct twin. The planted Triton bugs are edits of the real
+PTX made in tests/test_dsl_variety.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wsperf.analyses.correctness import Basis
+from wsperf.analyses.worksheet import worksheet
+from wsperf.analyses.worksheet_model import FLAG_NAMES
+
+PTX = Path(__file__).resolve().parents[1] / "fixtures" / "ptx"
+
+
+def sheet(path: Path):
+    (k,) = worksheet([path]).kernels
+    return k
+
+
+def flags(path: Path, code: int):
+    return [f for f in sheet(path).flags if f.code == code]
+
+
+def test_flag_names_10_11():
+    assert FLAG_NAMES[10] == "premature-pass" and FLAG_NAMES[11] == "tmem-freed-early"
+
+
+# ---- flag 5: the stored bytes against what the async proxy reads ----
+
+def test_proxy_fence_slot_beside_rings_is_not_flagged():
+    # st.shared [global_smem+98304] is Triton's TMEM-base slot; tcgen05.mma reads the rings at
+    # global_smem+0..98303 (A at [0, 49152), B at [49152, 98304), wrapped by (i / 3) * 49152)
+    k = sheet(PTX / "gluon_mmadef.ptx")
+    assert not [f for f in k.flags if f.code == 5], k.flags
+
+
+def test_proxy_fence_through_handoff_fires_on_cute_nofence():
+    # warps 4-11 store sC and arrive on epi_full; warp 1 waits on it and TMA-stores sC
+    (f,) = flags(PTX / "cute_pipe_tmastore_nofence.ptx", 5)
+    assert f.line == 539 and "line 273" in f.text and "line 574" in f.text and "line 256" in f.text
+    # the store's offsets are derived through CuTe's 16-bit tid arithmetic (mul.wide.s16): thread
+    # 128 stores at +132096, where the TMA store's source starts
+    assert f.basis == Basis.EVIDENCE
+
+
+def test_proxy_fence_handoff_with_fence_is_clean():
+    assert not flags(PTX / "cute_pipe_tmastore.ptx", 5)
+
+
+def test_proxy_fence_direct_path_still_evidence():
+    (f,) = flags(PTX / "tirx_pgemm_no_fence.ptx", 5)
+    assert f.basis == Basis.EVIDENCE
+    assert not flags(PTX / "tirx_pgemm.ptx", 5)
+
+
+def test_proxy_fence_triton_correct_is_noted_not_flagged():
+    # the TMEM-base slot is published through an mbarrier to the MMA warp's tcgen05.mma, whose
+    # operand range the PTX does not place: said in the notes, not flagged
+    k = sheet(PTX / "tws_batched_sm100.ptx")
+    assert not [f for f in k.flags if f.code == 5]
+    assert any(n.aspect == "handoff.fence" for n in k.notes)
+
+
+# ---- flag 3: barrier ids held in registers ----
+
+def test_bar0_in_registers_inside_role_fires():
+    (f,) = flags(PTX / "tirx_pgemm_bar0.ptx", 3)
+    assert f.basis == Basis.EVIDENCE and f.line == 2939 and "(= 0, 128)" in f.text and "line 183" in f.text
+
+
+@pytest.mark.parametrize("name", ["tirx_pgemm.ptx", "tirx_pgemm_wbowner.ptx", "gluon_mmadef.ptx",
+                                  "cutlass_builder_gemm.ptx"])
+def test_named_barriers_in_registers_are_clean(name):
+    assert not flags(PTX / name, 3)
+
+
+# ---- flag 8: tile::gather4 moves 4 rows a copy ----
+
+def test_gather4_counts_four_rows():
+    assert not flags(PTX / "gluon_gather_gemm.ptx", 8)
+    (f,) = flags(PTX / "gluon_gather_gemm_tx.ptx", 8)
+    assert "expects 16384" in f.text and "deliver 32768" in f.text
+
+
+# ---- flag 10: a consumer's first wait that passes on a fresh barrier ----
+
+@pytest.mark.parametrize("name,line", [("gluon_pgemm_ready_phase.ptx", 216), ("gluon_mmadef_accphase.ptx", 336)])
+def test_premature_pass_fires(name, line):
+    (f,) = flags(PTX / name, 10)
+    assert f.basis == Basis.EVIDENCE and f.line == line and "tcgen05.ld" in f.text
+
+
+@pytest.mark.parametrize("name", ["gluon_pgemm.ptx", "gluon_mmadef.ptx", "gluon_pgemm_empty_phase.ptx",
+                                  "tirx_pgemm.ptx", "cute_pipe_umma_persistent.ptx", "cute_pipe_wgmma2.ptx",
+                                  "tws_batched_sm100.ptx", "triton_ws_sm100.ptx", "cutlass_ws_gemm.ptx"])
+def test_premature_pass_silent_on_correct(name):
+    # producers' first waits on `empty` and the MMA warp's on `acc_empty` pass legitimately
+    assert not flags(PTX / name, 10)
+
+
+# ---- flag 11: tensor memory freed before other roles are done with it ----
+
+def test_tmem_freed_early_fires():
+    (f,) = flags(PTX / "tirx_pgemm_early_dealloc.ptx", 11)
+    assert f.basis == Basis.EVIDENCE and f.line == 2797 and "1936" in f.text and "2859" in f.text
+
+
+@pytest.mark.parametrize("name", ["tirx_pgemm.ptx", "tirx_pgemm_wbowner.ptx", "gluon_pgemm.ptx", "gluon_mmadef.ptx",
+                                  "cute_pipe_umma_persistent.ptx", "cute_pipe_2cta.ptx", "tws_batched_sm100.ptx",
+                                  "triton_ws_sm100.ptx", "cute_tcgen05_gemm.ptx"])
+def test_tmem_freed_early_silent_on_correct(name):
+    assert not flags(PTX / name, 11)
+
+
+# ---- every committed PTX: flags 10 and 11 fire on the planted kernels only ----
+
+PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx"}, 11: {"tirx_pgemm_early_dealloc.ptx"}}
+
+
+def test_new_flags_fire_only_on_planted_fixtures():
+    fired: dict[int, set[str]] = {10: set(), 11: set()}
+    for p in sorted(PTX.glob("*.ptx")):
+        for k in worksheet([p]).kernels:
+            for f in k.flags:
+                if f.code in fired:
+                    fired[f.code].add(p.name)
+    for code, names in PLANTED.items():
+        present = {n for n in names if (PTX / n).exists()}
+        assert fired[code] == present, (code, fired[code])
