@@ -1,0 +1,471 @@
+#!/usr/bin/env python3
+"""Run the correct sm_90a Gluon and Triton warp-specialized fixture kernels on an H200 and check
+their results against torch.
+
+    python3 scripts/run_sm90_dsl.py             # every kernel, each in its own subprocess (120 s limit)
+    python3 scripts/run_sm90_dsl.py --list      # list the kernels (no GPU, no torch needed)
+    python3 scripts/run_sm90_dsl.py --compile-only   # compile each fixture as its generator does (no GPU)
+    python3 scripts/run_sm90_dsl.py --only NAME [--only NAME ...]
+
+The kernels are imported from their generators (fixtures/src/gluon/*.py,
+fixtures/src/triton_tma/ws_variety.py and sweep_ws.py); nothing of them is copied here. Each
+kernel is run twice:
+
+1. "fixture": the committed binary, fixtures/cubins/<name>.sm_90a.cubin. The kernel is compiled
+   exactly as its generator compiles it (the generator's own compile, with its typed signature
+   and options: for the Gluon generators their main() with `write` replaced by a collector,
+   `ws_variety.build(name)`, `sweep_ws.compile_variant(name)`); that compile supplies Triton's
+   launcher, its metadata must match the committed .json, and the committed cubin replaces its
+   binary before the first launch. `recompiled_ptx=same|differs` says whether the recompile's PTX
+   (code only: before the `.file` lines, without `//` comments) equals fixtures/ptx/<name>.ptx;
+   Triton 3.6's sm_90 warp-specialized compile is not deterministic (shared-memory offsets of
+   the tws_h_* kernels change from run to run), hence the committed binary.
+2. "jit": the usual launch, `kernel[grid](..., num_warps=...)`, with the generator's constexprs
+   and num_warps (num_stages left at Triton's default, as in the generators); timed with
+   triton.testing.do_bench (for the 512^3 shapes the time may include host launch overhead).
+
+Outputs are filled with NaN before each launch, so a tile the kernel never stores fails the check.
+One line per kernel: `PASS name max_abs_err=... time_us=... ...`, `FAIL name reason` or
+`HANG name ...` (the subprocess ran past the limit and was killed); last `N passed, M failed`.
+Exit status 0 only if every kernel passed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # leave no __pycache__ in fixtures/src
+ROOT = Path(__file__).resolve().parents[1]
+GLUON_DIR = ROOT / "fixtures" / "src" / "gluon"
+TRITON_DIR = ROOT / "fixtures" / "src" / "triton_tma"
+PTX_DIR = ROOT / "fixtures" / "ptx"
+TIMEOUT_S = 120
+
+# name -> (generator module, kernel attribute, what it computes)
+KERNELS = {
+    "gluon_two_cons": ("gluon_two_cons", "two_cons",
+                       "C = A @ B (A MxK, B KxN, bf16 in, fp32 acc, bf16 out); 128x128 tile, two 64-row consumers"),
+    "gluon_wide90": ("gluon_wide90", "wide90",
+                     "C = A @ B (A MxK, B KxN, bf16); 128x256 tile, 8-warp consumer, loader + storer workers"),
+    # not a fixture: gluon_wide90's 4 stages need 262348 bytes of shared memory, more than an sm_90 block
+    # may have (232448), so the fixture cannot launch there; the same design with 2 stages, JIT only.
+    "gluon_wide90_s2": ("gluon_wide90", "wide90",
+                        "as gluon_wide90 with STAGES=2 (not a fixture: JIT only, no committed binary)"),
+    "gluon_pvt_bias": ("gluon_pvt_bias", "pvt_bias",
+                       "C = A @ B + bias (bias MxN bf16, added in fp32); bias barrier inited in the partition"),
+    "gluon_reinit_bias": ("gluon_pvt_bias", "pvt_bias",
+                          "C = A @ B + bias, the bias barrier is ready[0] re-initialized after the region"),
+    "gluon_ws_wgmma_sm90": ("sweep_ws", "ws_wgmma_gemm",
+                            "C = A @ B (A MxK, B KxN, bf16); 1-warp TMA loader, wgmma in the default warpgroup"),
+    "gluon_ws_3part_sm90": ("sweep_ws", "ws_rowcenter",
+                            "Y = X - rowmax(X) per 64x64 bf16 tile (X R x 64), persistent, loader/compute/storer"),
+    "tws_h_128x256_sm90": ("ws_variety", "h_gemm",
+                           "C = A @ B^T (A MxK, B NxK, bf16), persistent, device descriptors, 128x256x64"),
+    "tws_h_fp8_sm90": ("ws_variety", "h_gemm",
+                       "C = A @ B^T (fp8e4nv in, fp32 acc, bf16 out), persistent, device descriptors, 128x128x128"),
+    "tws_h_kloop_w4_sm90": ("ws_variety", "h_gemm_kloop",
+                            "C = A @ B^T (bf16), one tile per program, specialized K loop, 128x128x64"),
+}
+
+# Shapes: tile multiples of each design. The persistent h_gemm kernels get more tiles than an
+# H200 has SMs (132), so every program runs several tiles (its rings wrap across tiles).
+SHAPES = {
+    "gluon_two_cons": (512, 512, 512),
+    "gluon_wide90": (512, 512, 512),
+    "gluon_wide90_s2": (512, 512, 512),
+    "gluon_pvt_bias": (512, 512, 512),
+    "gluon_reinit_bias": (512, 512, 512),
+    "gluon_ws_wgmma_sm90": (512, 512, 512),
+    "gluon_ws_3part_sm90": (64 * 2048, 64, 0),   # 2048 tiles of 64 rows: ~16 per program on 132 SMs
+    "tws_h_128x256_sm90": (4096, 4096, 512),   # 32 x 16 = 512 tiles
+    "tws_h_fp8_sm90": (2048, 2048, 512),       # 16 x 16 = 256 tiles
+    "tws_h_kloop_w4_sm90": (512, 512, 1024),
+}
+
+NOT_FIXTURES = {"gluon_wide90_s2"}
+
+REL_TOL = 2e-2  # max |out - ref| <= REL_TOL * max |ref|  (bf16 output rounding is ~4e-3 relative)
+
+
+def _paths():
+    for d in (GLUON_DIR, TRITON_DIR):
+        if str(d) not in sys.path:
+            sys.path.insert(0, str(d))
+
+
+def _import(modname):
+    _paths()
+    import importlib
+    return importlib.import_module(modname)
+
+
+# ---------------------------------------------------------------------------------------------
+# the fixture compile, exactly as the generator does it
+
+_GLUON_CACHE: dict = {}
+
+
+def fixture_compile(name):
+    modname, _, _ = KERNELS[name]
+    mod = _import(modname)
+    if modname == "ws_variety":
+        return mod.build(name)
+    if modname == "sweep_ws":
+        return mod.compile_variant(name)
+    if modname not in _GLUON_CACHE:
+        got = {}
+        orig = mod.write
+        mod.write = lambda k, n, arch, out: got.__setitem__(n, k)  # collect instead of writing fixtures/
+        argv = sys.argv
+        sys.argv = [argv[0]]
+        try:
+            mod.main()
+        finally:
+            mod.write = orig
+            sys.argv = argv
+        _GLUON_CACHE[modname] = got
+    return _GLUON_CACHE[modname][name]
+
+
+CUBIN_DIR = ROOT / "fixtures" / "cubins"
+_META_KEYS = ("name", "num_warps", "num_ctas", "shared", "global_scratch_size", "global_scratch_align",
+              "tensordesc_meta", "launch_cooperative_grid", "launch_pdl")
+
+
+def use_committed_cubin(name, k):
+    """Point the compiled kernel at the committed fixtures/cubins/<name>.sm_90a.cubin (before its first
+    launch), so the binary that runs is the one in the repository even where Triton's recompile
+    differs. The recompile supplies the launcher; its metadata must match the committed .json."""
+    import json
+    cub, meta = CUBIN_DIR / f"{name}.sm_90a.cubin", PTX_DIR / f"{name}.json"
+    if not cub.exists() or not meta.exists():
+        return "recompiled (no committed cubin)"
+    want = json.loads(meta.read_text())
+    have = k.metadata._asdict()
+    diff = [x for x in _META_KEYS if x in want and json.loads(json.dumps(have.get(x), default=str)) != want[x]]
+    if diff:
+        return "recompiled (committed metadata differs: " + ",".join(diff) + ")"
+    assert k.module is None, "the kernel was already loaded"
+    k.kernel = cub.read_bytes()
+    return "committed"
+
+
+def _ptx_code(text):
+    out = []
+    for line in text.splitlines():
+        if line.lstrip().startswith(".file"):
+            break
+        out.append(line.split("//")[0].rstrip())  # .loc comments name the source file
+    return "\n".join(out)
+
+
+def ptx_same(name, k):
+    p = PTX_DIR / f"{name}.ptx"
+    if not p.exists():
+        return "n/a"
+    return "same" if _ptx_code(p.read_text()) == _ptx_code(k.asm["ptx"]) else "differs"
+
+
+# ---------------------------------------------------------------------------------------------
+# per-kernel setup: inputs, the reference, and the two launches
+
+
+def setup(name):
+    """Returns (fixture_launch(c), jit_launch(c), make_c(), ref)."""
+    import torch
+    import triton
+
+    modname, attr, _ = KERNELS[name]
+    mod = _import(modname)
+    fn = getattr(mod, attr)
+    M, N, K = SHAPES[name]
+    dev = "cuda"
+    torch.manual_seed(0)
+
+    if modname.startswith("gluon_"):
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        _descs = {}
+
+        def gdesc(t, block):
+            # as the generator's _desc: NVMMASharedLayout.get_default_for(block, bf16), row-major
+            key = (t.data_ptr(), tuple(t.shape), tuple(block))
+            if key not in _descs:
+                layout = gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16)
+                _descs[key] = (t, TensorDescriptor.from_tensor(t, block, layout))  # t kept alive with it
+            return _descs[key][1]
+
+        a = torch.randn(M, K, device=dev, dtype=torch.float32).to(torch.bfloat16)
+        b = torch.randn(K, N, device=dev, dtype=torch.float32).to(torch.bfloat16)  # B is K x N (wgmma B [BK, BN])
+        ref = (a.double() @ b.double()).float()  # fp64 reference (no TF32 question)
+        make_c = lambda: torch.full((M, N), float("nan"), device=dev, dtype=torch.bfloat16)
+        if name == "gluon_two_cons":
+            HM, BN, BK, STAGES = mod.HM, mod.BN, mod.BK, mod.STAGES
+            consts = dict(HM=HM, BN=BN, BK=BK, STAGES=STAGES, **mod.VARIANTS[name])
+            num_warps = 4
+            grid = (M // (2 * HM), N // BN)
+            ad, bd = gdesc(a, [HM, BK]), gdesc(b, [BK, BN])
+
+            def args(c):
+                return [ad, bd, gdesc(c, [HM, BN]), K]
+        elif name in ("gluon_wide90", "gluon_wide90_s2"):
+            BM, BN, BK, STAGES = mod.BM, mod.BN, mod.BK, mod.STAGES
+            if name == "gluon_wide90_s2":
+                STAGES = 2
+            consts = dict(BM=BM, BN=BN, BK=BK, STAGES=STAGES, **mod.VARIANTS["gluon_wide90"])
+            num_warps = 8
+            grid = (M // BM, N // BN)
+            ad, bd = gdesc(a, [BM, BK]), gdesc(b, [BK, BN])
+
+            def args(c):
+                return [ad, bd, gdesc(c, [BM, BN]), K]
+        else:  # gluon_pvt_bias, gluon_reinit_bias
+            BM, BN, BK, STAGES = mod.BM, mod.BN, mod.BK, mod.STAGES
+            consts = dict(BM=BM, BN=BN, BK=BK, STAGES=STAGES, **mod.VARIANTS[name])
+            num_warps = 4
+            grid = (M // BM, N // BN)
+            bias = torch.randn(M, N, device=dev, dtype=torch.float32).to(torch.bfloat16)
+            ref = ref + bias.float()  # the kernel adds the bf16 bias to its fp32 accumulator
+            ad, bd, biasd = gdesc(a, [BM, BK]), gdesc(b, [BK, BN]), gdesc(bias, [BM, BN])
+
+            def args(c):
+                return [ad, bd, biasd, gdesc(c, [BM, BN]), K]
+        assert M % grid[0] == 0 and N % grid[1] == 0
+    elif modname == "sweep_ws":
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        def gdesc(t, block):  # as sweep_ws._gluon_desc
+            return TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+
+        _, _, consts, num_warps = mod.VARIANTS[name]
+        consts = dict(consts)
+        if attr == "ws_wgmma_gemm":
+            BM, BN, BK = consts["BM"], consts["BN"], consts["BK"]
+            a = torch.randn(M, K, device=dev, dtype=torch.float32).to(torch.bfloat16)
+            b = torch.randn(K, N, device=dev, dtype=torch.float32).to(torch.bfloat16)
+            ref = (a.double() @ b.double()).float()
+            make_c = lambda: torch.full((M, N), float("nan"), device=dev, dtype=torch.bfloat16)
+            grid = (M // BM, N // BN)
+            ad, bd = gdesc(a, [BM, BK]), gdesc(b, [BK, BN])
+            cdescs = {}
+
+            def args(c):
+                if c.data_ptr() not in cdescs:
+                    cdescs[c.data_ptr()] = (c, gdesc(c, [BM, BN]))
+                return [ad, bd, cdescs[c.data_ptr()][1], K]
+        else:  # ws_rowcenter: y = x - rowmax(x) over BM x BN tiles, x R x BN
+            BM, BN = consts["BM"], consts["BN"]
+            assert N == BN and M % BM == 0
+            n_tiles = M // BM
+            x = torch.randn(M, N, device=dev, dtype=torch.float32).to(torch.bfloat16)
+            xf = x.float()
+            ref = xf - xf.max(dim=1, keepdim=True).values
+            make_c = lambda: torch.full((M, N), float("nan"), device=dev, dtype=torch.bfloat16)
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            grid = (min(sms, n_tiles), )
+            xd = gdesc(x, [BM, BN])
+            ydescs = {}
+
+            def args(c):
+                if c.data_ptr() not in ydescs:
+                    ydescs[c.data_ptr()] = (c, gdesc(c, [BM, BN]))
+                return [xd, ydescs[c.data_ptr()][1], n_tiles]
+    else:  # ws_variety: h_gemm / h_gemm_kloop, device descriptors (tl.make_tensor_descriptor)
+        v = mod.VARIANTS[name]
+        consts = dict(v["c"])
+        num_warps = v["warps"]
+        BM, BN, BK = consts["BM"], consts["BN"], consts["BK"]
+        assert M % BM == 0 and N % BN == 0 and K % BK == 0
+        # device-side descriptors need Triton's global scratch (the tensor maps live there)
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=dev))
+        a = torch.randn(M, K, device=dev, dtype=torch.float32)
+        b = torch.randn(N, K, device=dev, dtype=torch.float32)  # B is N x K; the kernel loads [BN, BK] and .T
+        if v.get("dt", "bf16") == "fp8e4nv":
+            a, b = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+        else:
+            a, b = a.to(torch.bfloat16), b.to(torch.bfloat16)
+        ref = (a.double() @ b.double().T).float()
+        make_c = lambda: torch.full((M, N), float("nan"), device=dev, dtype=torch.bfloat16)
+        if attr == "h_gemm":  # persistent: one program per SM at most
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            grid = (min(sms, (M // BM) * (N // BN)), )
+        else:
+            grid = (M // BM, N // BN)
+
+        def args(c):
+            return [a, b, c, M, N, K]
+
+    def fixture_launch(c, _k=[None]):
+        if _k[0] is None:
+            _k[0] = fixture_compile(name)
+            _k[0].binary = use_committed_cubin(name, _k[0])
+        k = _k[0]
+        # a CompiledKernel takes every parameter positionally, constexprs included (its launcher skips them)
+        runtime = [n for n in fn.arg_names if n not in consts]
+        vals = dict(zip(runtime, args(c)), **consts)
+        assert len(runtime) == len(args(c)) and set(vals) == set(fn.arg_names), (fn.arg_names, list(vals))
+        k[(grid + (1, 1))[:3]](*[vals[n] for n in fn.arg_names])
+        return k
+
+    def jit_launch(c):
+        fn[grid](*args(c), **consts, num_warps=num_warps)
+
+    return fixture_launch, jit_launch, make_c, ref
+
+
+def check(out, ref):
+    import torch
+    o = out.float()
+    if torch.isnan(o).any():
+        return float("nan"), False, f"{int(torch.isnan(o).sum())} NaN (unwritten) elements"
+    err = float((o - ref).abs().max())
+    tol = REL_TOL * float(ref.abs().max())
+    return err, err <= tol, f"max_abs_err={err:.4g} > tol={tol:.4g}"
+
+
+def stage(msg):
+    print(f"STAGE {msg}", flush=True)
+
+
+def run_one(name):
+    """In the subprocess: prints the result line (and STAGE lines for the parent)."""
+    try:
+        import torch
+        import triton.testing
+
+        stage("setup")
+        fixture_launch, jit_launch, make_c, ref = setup(name)
+        if name in NOT_FIXTURES:
+            fx_err, ptx = 0.0, "binary=jit-only"
+        else:
+            stage("fixture compile + launch")
+            c = make_c()
+            k = fixture_launch(c)
+            torch.cuda.synchronize()
+            fx_err, ok, why = check(c, ref)
+            ptx = ptx_same(name, k)
+            ptx = f"binary={k.binary} recompiled_ptx={ptx}"
+            if not ok:
+                print(f"FAIL {name} fixture binary: {why} ({ptx})", flush=True)
+                return 1
+        stage("jit launch")
+        c = make_c()
+        jit_launch(c)
+        torch.cuda.synchronize()
+        jit_err, ok, why = check(c, ref)
+        if not ok:
+            print(f"FAIL {name} jit launch: {why}", flush=True)
+            return 1
+        stage("do_bench")
+        ms = triton.testing.do_bench(lambda: jit_launch(c))
+        torch.cuda.synchronize()
+        after_err, ok, why = check(c, ref)
+        if not ok:
+            print(f"FAIL {name} after do_bench: {why}", flush=True)
+            return 1
+        err = max(fx_err, jit_err, after_err)
+        print(f"PASS {name} max_abs_err={err:.4g} time_us={ms * 1e3:.1f} fixture_err={fx_err:.4g} "
+              f"jit_err={jit_err:.4g} {ptx} max_abs_ref={float(ref.abs().max()):.4g}", flush=True)
+        return 0
+    except Exception as e:  # noqa: BLE001
+        tb = traceback.format_exc()
+        sys.stderr.write(tb)
+        msg = f"{type(e).__name__}: {e}".replace("\n", " ")[:400]
+        print(f"FAIL {name} {msg}", flush=True)
+        return 1
+
+
+def run_child(name, timeout):
+    with tempfile.TemporaryFile(mode="w+") as out, tempfile.TemporaryFile(mode="w+") as err:
+        p = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", name],
+                             stdout=out, stderr=err, cwd=str(ROOT), start_new_session=True)
+        t0 = time.time()
+        try:
+            rc = p.wait(timeout=timeout)
+            hung = False
+        except subprocess.TimeoutExpired:
+            hung = True
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+            rc = None
+        out.seek(0)
+        err.seek(0)
+        lines = out.read().splitlines()
+        errtext = err.read()
+    stages = [ln[6:] for ln in lines if ln.startswith("STAGE ")]
+    result = [ln for ln in lines if ln.startswith(("PASS ", "FAIL "))]
+    if hung:
+        return False, f"HANG {name} no result in {timeout} s (last stage: {stages[-1] if stages else 'start'})"
+    if result:
+        line = result[-1]
+        if line.startswith("FAIL ") and errtext.strip():
+            sys.stderr.write(f"--- {name} stderr (tail) ---\n{errtext[-3000:]}\n")
+        return line.startswith("PASS ") and rc == 0, line
+    tail = " ".join(errtext.strip().splitlines()[-3:])[:400]
+    return False, (f"FAIL {name} subprocess exited rc={rc} without a result after {time.time() - t0:.0f} s "
+                   f"(last stage: {stages[-1] if stages else 'start'}): {tail}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--list", action="store_true", help="list the kernels and check they import (no GPU)")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="compile each fixture as its generator does and compare its PTX (no GPU)")
+    ap.add_argument("--only", action="append", choices=sorted(KERNELS))
+    ap.add_argument("--timeout", type=int, default=TIMEOUT_S)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+
+    if a.child:
+        return run_one(a.child)
+    names = a.only or list(KERNELS)
+    if a.list:
+        for n in names:
+            modname, attr, what = KERNELS[n]
+            mod = _import(modname)
+            getattr(mod, attr)  # the kernel object exists
+            assert n in NOT_FIXTURES or n in mod.VARIANTS, n
+            M, N, K = SHAPES[n]
+            print(f"{n:22s} {modname}.{attr:13s} M={M} N={N} K={K}  {what}")
+        return 0
+    if a.compile_only:
+        bad = 0
+        for n in names:
+            if n in NOT_FIXTURES:
+                print(f"{n}: not a fixture (JIT only on the GPU)")
+                continue
+            try:
+                k = fixture_compile(n)
+                print(f"{n}: compiled, {k.metadata.num_warps} warps, recompiled_ptx={ptx_same(n, k)}, "
+                      f"binary to launch={use_committed_cubin(n, k)}")
+            except Exception as e:  # noqa: BLE001
+                bad += 1
+                print(f"{n}: FAILED {type(e).__name__}: {e}")
+        return 1 if bad else 0
+
+    passed = failed = 0
+    for n in names:
+        ok, line = run_child(n, a.timeout)
+        print(line, flush=True)
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
