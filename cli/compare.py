@@ -16,7 +16,6 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from wsperf.cli.table import Table
 from rich.text import Text
 
 from wsperf.analyses.compare import Change, CompareResult, FigureChange, KernelComparison, \
@@ -27,6 +26,7 @@ from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, load_progress, out
 from wsperf.cli.nsys import compare_exports
 from wsperf.cli.runs import require_store
+from wsperf.cli.table import Table
 from wsperf.collectors.errors import ExitCode, InputError
 from wsperf.collectors.files import write_output
 from wsperf.collectors.store import open_store

@@ -6,18 +6,20 @@ acceptances recorded at collect time travel with the verdicts as caveats."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wsperf.cli.table import Table
 from rich.text import Text
 
 from wsperf.analyses.evidence import Evidence, Verification
 from wsperf.cli import render
 from wsperf.cli.common import emit, out
 from wsperf.cli.render import OutputFormat, md, md_code, plain
+from wsperf.cli.table import Table
 from wsperf.collectors.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -30,12 +32,32 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Caveat:
+    """One caveat on the verdicts, as data: its kind, what it counts and where, and the
+    sentence a reader gets (text, Markdown, REPORT.md). Kinds: `scope` (what the sanitizer
+    checked), `sanitizer-retry` (a tool run again without its kernel filter),
+    `vendor-kernel`, `filter-artifact`, `sass-artifact`, `toolchain-protocol`,
+    `accepted-race`, `unverified`. JSON gives every field."""
+
+    kind: str
+    text: str
+    tool: str | None = None
+    kernel: str | None = None
+    library: str | None = None
+    findings: int | None = None
+    hazards: int | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
 class Gate:
     """What the handoff rule decided: the exit code so far, and the caveats every
     verdict printed after it must carry."""
 
     code: int
-    caveats: tuple[str, ...]
+    caveats: tuple[Caveat, ...]
     outcome: str = "clean"  # hang | correctness | unverified | clean
     markdown: str = ""  # the report the rule called for, as Markdown (REPORT.md quotes it)
     experiments: tuple[str, ...] = ()  # falsifiable checks of the causes it names
@@ -72,16 +94,17 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
                     said + _correctness_markdown(value),
                     (tried if code else ()) + tuple(dict.fromkeys(
                         f"{r.release.value} on {r.barrier} ({r.role}): {r.check}" for r in value[2])))
-    caveats = _checked(ver) + _not_counted(corr)
+    caveats = _checked_caveats(ver) + _not_counted_caveats(corr)
     if excused:
         hazards = sum(g.findings for g in corr.groups)
-        caveats.append(f"accepted at collect time (--accept-race {', '.join(excused)}): {hazards} racecheck "
-                       "finding(s) on stages released that way did not stop this bundle; the falsifiable check: "
-                       + "; ".join(dict.fromkeys(r.check for r in races(evidence, corr))))
+        caveats.append(Caveat("accepted-race", f"accepted at collect time (--accept-race {', '.join(excused)}): "
+                              f"{hazards} racecheck finding(s) on stages released that way did not stop this bundle; "
+                              "the falsifiable check: " + "; ".join(dict.fromkeys(r.check for r in races(evidence, corr))),
+                              tool="racecheck", findings=hazards))
     if code:
         return Gate(code, tuple(caveats), "hang", said, tried)
     if ver is not None and not ver.verified:
-        caveats = [f"correctness unverified: {p}" for p in ver.problems] + caveats
+        caveats = [Caveat("unverified", f"correctness unverified: {p}") for p in ver.problems] + caveats
         if not allow_unverified or fmt is not OutputFormat.json:
             emit(fmt, ver, lambda v, console: _unverified_text(v, console, missing),
                  lambda v: _unverified_json(v, missing), lambda v: _unverified_markdown(v, missing))
@@ -89,15 +112,15 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
     return Gate(ExitCode.OK, tuple(caveats))
 
 
-def with_caveats(fmt: OutputFormat, caveats: tuple[str, ...], verdicts, text, as_json, as_markdown) -> None:
+def with_caveats(fmt: OutputFormat, caveats: tuple[Caveat, ...], verdicts, text, as_json, as_markdown) -> None:
     """Emit performance verdicts with the gate's caveats: a `caveats` list in JSON, a
     quoted paragraph in Markdown, yellow lines before the text."""
     if not caveats:
         emit(fmt, verdicts, text, as_json, as_markdown)
     elif fmt is OutputFormat.json:
         doc = json.loads(as_json(verdicts))
-        doc = {"caveats": list(caveats), **doc} if isinstance(doc, dict) else {"caveats": list(caveats),
-                                                                                "result": doc}
+        items = [dataclasses.asdict(c) for c in caveats]
+        doc = {"caveats": items, **doc} if isinstance(doc, dict) else {"caveats": items, "result": doc}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     elif fmt is OutputFormat.markdown:
         sys.stdout.write("".join(f"> **Caveat:** {md(c)}\n>\n" for c in caveats) + "\n" + as_markdown(verdicts))
@@ -114,7 +137,8 @@ def no_profile(fmt: OutputFormat, gate: Gate) -> None:
         + "; no Nsight Compute report to analyze."
     if fmt is OutputFormat.json:
         sys.stdout.write(json.dumps({"outcome": "clean" if gate.code == ExitCode.OK else "unverified",
-                                     "caveats": list(gate.caveats), "kernels": []}, indent=2) + "\n")
+                                     "caveats": [dataclasses.asdict(c) for c in gate.caveats], "kernels": []},
+                                    indent=2) + "\n")
         return
     for c in gate.caveats:
         out.print(Text.assemble(("Caveat: ", "bold yellow"), plain(c)), soft_wrap=True)
@@ -146,6 +170,26 @@ def _not_counted(corr: CorrectnessReport) -> list[str]:
     by the sanitizer's kernel filter, or answered by the machine code."""
     return _vendor_caveats(corr) + list(corr.filter_artifacts) + list(corr.sass_artifacts) + \
         list(corr.toolchain_protocol)
+
+
+def _checked_caveats(ver: Verification | None) -> list[Caveat]:
+    """`_checked` as caveats: the sanitizer's scope, and each tool run again unfiltered."""
+    if ver is None:
+        return []
+    return ([Caveat("scope", ver.scope)] if ver.scope else []) + [
+        Caveat("sanitizer-retry", r, tool=next((t for t in ("memcheck", "racecheck", "initcheck", "synccheck")
+                                                if t in r), None)) for r in ver.retried]
+
+
+def _not_counted_caveats(corr: CorrectnessReport) -> list[Caveat]:
+    """`_not_counted` as caveats, each with its kind (and, for a library kernel, its tool,
+    kernel, library and counts)."""
+    return [Caveat("vendor-kernel", text, tool=v.tool, kernel=v.kernel, library=None if v.library == "?" else v.library,
+                   findings=v.findings, hazards=v.hazards or None)
+            for v, text in zip(corr.vendor, _vendor_caveats(corr))] + \
+        [Caveat("filter-artifact", t) for t in corr.filter_artifacts] + \
+        [Caveat("sass-artifact", t) for t in corr.sass_artifacts] + \
+        [Caveat("toolchain-protocol", t, tool="racecheck") for t in corr.toolchain_protocol]
 
 
 def _vendor_caveats(corr: CorrectnessReport) -> list[str]:

@@ -13,7 +13,6 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from wsperf.cli.table import Table
 
 from wsperf.analyses.config import load_config
 from wsperf.analyses.nsys import nsys_history
@@ -22,6 +21,7 @@ from wsperf.analyses.sql import sandbox
 from wsperf.cli import render
 from wsperf.cli.common import check_outputs, err, error_boundary, out
 from wsperf.cli.runs import LOCK_HELP, require_store
+from wsperf.cli.table import Table
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import refuse_overwrite
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store

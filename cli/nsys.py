@@ -18,7 +18,6 @@ from typing import Any, Optional
 import duckdb
 import typer
 from rich.console import Console
-from wsperf.cli.table import Table
 
 from wsperf.analyses.analyze import analyze as run_analysis
 from wsperf.analyses.analyze import launch_ids_of_reports
@@ -39,6 +38,7 @@ from wsperf.cli.common import check_outputs, emit, err, error_boundary, load_wit
 from wsperf.cli.runs import begin_run
 from wsperf.cli.render import OutputFormat, analyses_json, analyses_markdown, analyses_text, distinct_names, \
     duration, fold_name, md, plain
+from wsperf.cli.table import Table
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import is_nsys_input, split_inputs
 from wsperf.collectors.nsys import load_nsys_export

@@ -12,12 +12,12 @@ import re
 from typing import Any, Iterable
 
 from rich.console import Console
-from wsperf.cli.table import Table
 from rich.text import Text
 
 import wsperf
 from wsperf.analyses.analyze import KernelAnalysis, group_identical
 from wsperf.analyses.summary import LaunchSummary
+from wsperf.cli.table import Table
 from wsperf.collectors.environment import Environment
 
 # Characters that would start Markdown or HTML syntax inside a table cell or paragraph.

@@ -16,13 +16,13 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from wsperf.cli.table import Table
 
 from wsperf.analyses.hypotheses import Finding
 from wsperf.analyses.timeline import (RoleShare, TimelineExport, TimelineSummary, export_timeline, load_timelines,
                                       summarize_timeline)
 from wsperf.cli.common import check_outputs, emit, error_boundary, load_progress
 from wsperf.cli.render import OutputFormat, _jsonable, duration, md, plain, version
+from wsperf.cli.table import Table
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import check_output, write_output
 from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store

@@ -122,7 +122,9 @@ def test_the_per_thread_release_is_clean_and_classified_so():
 def test_an_accepted_warp_synced_release_goes_on_with_a_caveat_and_an_unsynced_one_never():
     code, doc = _analyze("release_warp_synced_accepted")
     assert code == 0
-    (caveat,) = doc["caveats"]
+    (item,) = doc["caveats"]
+    caveat = item["text"]
+    assert item["kind"] == "accepted-race" and item["tool"] == "racecheck" and item["findings"] > 0
     assert "--accept-race warp-synced-single-lane-release" in caveat and "hazards on this stage must vanish" in caveat
     manifest = json.loads((EVIDENCE / "release_warp_synced_accepted" / "bundle.json").read_text())
     assert manifest["accepted"] == ["warp-synced-single-lane-release"] and manifest["outcome"] == "clean"
@@ -150,7 +152,9 @@ def test_a_triton_repro_keeps_its_generated_code_and_finishes_every_sanitizer_to
 def test_initchecks_host_copy_under_a_kernel_filter_is_the_filters_not_the_users():
     code, doc = _analyze("torch_filter")
     assert code == 0
-    (caveat,) = doc["caveats"]
+    (item,) = doc["caveats"]
+    caveat = item["text"]
+    assert item["kind"] == "filter-artifact"
     assert "Host API uninitialized memory access" in caveat and "scale_rows" in caveat
     # the same finding without the filter is the user's: a stop
     con = open_store(None)
@@ -244,7 +248,11 @@ def test_races_inside_cublas_and_cudnn_are_listed_not_blamed_on_the_user():
     # (the kernel a plain bf16 torch.matmul runs) and cuDNN's flash SDPA kernel; the user's scale_rows is clean.
     code, doc = _analyze("torch_vendor4096")
     assert code == 0 and doc["outcome"] == "clean"
-    cublas, cudnn = doc["caveats"]
+    # each caveat as data: its kind, tool, kernel, library and counts, with the sentence
+    assert [(c["kind"], c["library"]) for c in doc["caveats"]] == [("vendor-kernel", "cuBLAS"), ("vendor-kernel", "cuDNN")]
+    assert doc["caveats"][0]["kernel"].startswith("nvjet_sm90") and doc["caveats"][0]["tool"] == "racecheck"
+    assert doc["caveats"][0]["findings"] >= 1 and doc["caveats"][0]["hazards"] >= 1
+    cublas, cudnn = (c["text"] for c in doc["caveats"])
     assert "inside cuBLAS's kernel nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT" in cublas and "hazards" in cublas
     assert "inside cuDNN's kernel cudnn_generated_fort_native_sdpa_sm90_flash_fprop" in cudnn
     con = open_store(None)
@@ -349,7 +357,8 @@ def test_a_correct_warp_specialized_kernel_is_not_stopped_by_the_compilers_dispa
     assert plain["exit_code"] == 0 and manifest["outcome"] == "clean"
     p = wsperf("analyze", EVIDENCE / name, "--format", "json")
     assert p.returncode == 0, p.stderr
-    proto = [c for c in json.loads(p.stdout)["caveats"] if c.startswith("toolchain-protocol")]
+    proto = [c["text"] for c in json.loads(p.stdout)["caveats"] if c["kind"] == "toolchain-protocol"]
+    assert all(c.startswith("toolchain-protocol") for c in proto)
     assert len(proto) == caveats and all("partition table (PTX lines" in c for c in proto)
     # the classification is what decides: the same findings judged without it are broken
     con = open_store(None)
@@ -425,4 +434,4 @@ def test_a_wrong_answer_only_under_the_tools_is_a_stop_and_a_right_one_is_not():
     assert manifest["outcome"] == "correctness"
     assert [r["exit_code"] for r in manifest["runs"] if r["phase"] == "run"] == [0]
     code, doc = _analyze("gluon_ws_rowsum")  # the correct kernel: right under every tool
-    assert code == 0 and not any("under compute-sanitizer" in c for c in doc.get("caveats", []))
+    assert code == 0 and not any("under compute-sanitizer" in c["text"] for c in doc.get("caveats", []))

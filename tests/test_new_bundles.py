@@ -58,7 +58,8 @@ def test_triton_split_copy_is_clean():
     for name in ("triton_split", "triton_split_ok"):
         doc = _analyze(name, 0)
         assert doc["outcome"] == "clean"
-        assert any(c.startswith("toolchain-protocol") for c in doc["caveats"])
+        assert any(c["kind"] == "toolchain-protocol" and c["text"].startswith("toolchain-protocol")
+                   for c in doc["caveats"])
 
 
 def test_a_torch_extension_is_the_repros_own_kernel():
@@ -91,7 +92,8 @@ def test_initcheck_of_a_torch_extension_finishes_and_is_decided_checking_every_k
     assert _filtered_reads(EVIDENCE / "torch_ext" / "sanitizer" / "initcheck.scoped.xml") == 20
     doc = _analyze("torch_ext", 0)
     assert doc["outcome"] == "clean" and m["outcome"] == "clean"
-    assert any("unrolled_elementwise_kernel, a kernel the repro did not compile" in c for c in doc["caveats"])
+    assert any("unrolled_elementwise_kernel, a kernel the repro did not compile" in c["text"] and c["kind"] == "vendor-kernel"
+               for c in doc["caveats"])
 
 
 def test_a_release_is_classified_from_the_sass_when_no_ptx_exists():
@@ -123,7 +125,7 @@ def test_a_tvm_module_is_the_repros_own_kernel():
     assert sorted(tools) == ["initcheck", "memcheck", "racecheck", "synccheck"]
     doc = _analyze("tvm_block_sum", 0)
     assert doc["outcome"] == "clean"
-    assert any("named by TVM's CUDA modules" in c for c in doc["caveats"])
+    assert any("named by TVM's CUDA modules" in c["text"] and c["kind"] == "scope" for c in doc["caveats"])
     race = _analyze("tvm_block_sum_race", 3)
     assert race["outcome"] == "correctness"
     (rc,) = [r for r in race["sanitizer_runs"] if r.get("tool") == "racecheck"]
