@@ -206,7 +206,13 @@ _CHANGE_STYLE = {Change.regression: "bold red", Change.improvement: "green", Cha
 def compare_text(result: CompareResult, console: Console) -> None:
     console.print(Text.assemble(("base ", "bold"), render.plain(result.base)))
     console.print(Text.assemble(("candidate ", "bold"), render.plain(result.candidate)))
+    # kernels where nothing moved (every figure unchanged, no verdict changed) share one table:
+    # an export compared with itself is one line per kernel, not a page each
+    steady = [k for k in result.kernels if not any(f.change is not Change.unchanged for f in k.figures)
+              and not any(v.changed for v in k.verdicts)]
     for k in result.kernels:
+        if k in steady:
+            continue
         console.print()
         title = Text.assemble(("kernel ", "bold"), render.plain(k.kernel), f"  {k.launch_config}, "
                               f"{len(k.base_launch_ids)} vs {len(k.cand_launch_ids)} launches")
@@ -235,13 +241,32 @@ def compare_text(result: CompareResult, console: Console) -> None:
                            _status(v.cand_status, v.cand_confirmed, len(k.cand_launch_ids)), verdict,
                            render.plain(v.cand_summary))
             console.print(vt)
-        else:
+        elif k.verdicts:
             console.print(Text("verdicts: no hypothesis changed", style="dim"))
+    if steady:
+        console.print()
+        _steady_table(steady, console)
+    if result.kernels and not any(k.verdicts for k in result.kernels):
+        console.print(Text("verdicts: none compared (the inputs carry kernel durations only: no hypothesis runs "
+                           "on Nsight Systems data)", style="dim"))
     for label, names in (("only in base", result.only_base), ("only in candidate", result.only_cand)):
         for n in names:
             console.print(Text.assemble((f"{label}: ", "yellow"), render.plain(n)))
     console.print()
     console.print(Text(summary_line(result), style="bold red" if result.regression else "bold green"))
+
+
+def _steady_table(steady: list[KernelComparison], console: Console) -> None:
+    """The kernels where nothing moved, one row each: their duration on both sides."""
+    t = Table(title=f"{len(steady)} kernel{'s' if len(steady) != 1 else ''} unchanged (every figure within its "
+              "threshold or noise, no verdict changed)", title_justify="left")
+    for c in ("kernel", "launch", "launches", "base", "candidate", "delta"):
+        t.add_column(c, justify="right" if c in ("launches", "base", "candidate", "delta") else "left")
+    for k, name in zip(steady, render.distinct_names(k.base_name for k in steady)):
+        d = next((f for f in k.figures if f.name == "duration_ns"), None)
+        t.add_row(render.plain(name), render.plain(k.launch_config), f"{len(k.base_launch_ids)} / {len(k.cand_launch_ids)}",
+                  value(d, d.base) if d else "-", value(d, d.cand) if d else "-", _delta(d) if d else "-")
+    console.print(t)
 
 
 # ---------------------------------------------------------------------------------------

@@ -155,3 +155,15 @@ def test_piped_messages_are_not_wrapped(tmp_path):
     assert p.returncode == 0, p.stderr
     (line,) = [ln for ln in p.stderr.splitlines() if "charts" in ln]
     assert line.endswith(str(out_dir)) and len(line) > 80
+
+
+def test_compare_of_an_export_with_itself_is_one_table(public_data):
+    """CloverLeaf against itself: 102 kernels, nothing moved. They share one table (it was
+    922 lines, a table and 'verdicts: no hypothesis changed' per kernel), and it says once
+    that no hypothesis runs on Nsight Systems data."""
+    x = public_data / "nsys" / "cloverleaf_cuda_a100_nsys2024.5.sqlite.gz"
+    p = wsperf("compare", x, x)
+    assert p.returncode == 0, p.stderr
+    assert "102 kernels unchanged" in p.stdout and p.stdout.count("no hypothesis changed") == 0
+    assert p.stdout.count("verdicts: none compared") == 1
+    assert len(p.stdout.splitlines()) < 300
