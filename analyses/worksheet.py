@@ -638,7 +638,8 @@ def _flag_per_trip(barriers: tuple[Barrier, ...]) -> list[Flag]:
                             "address does not change in that loop while the loop around it steps the barrier: "
                             f"{a.arrivals} arrival(s) a trip, so a phase completes before the loop ends whenever it "
                             f"runs more than {max(count // a.arrivals, 1)} time(s) (move it after the loop, or guard "
-                            "it with the loop's last trip)", Basis.EVIDENCE, a.site.line))
+                            "it with the loop's last trip); the loop's trip count is set at run time, not in the PTX",
+                            Basis.EVIDENCE if a.arrivals >= count else Basis.ASSUMPTION, a.site.line))
             break
     return out
 
@@ -678,7 +679,14 @@ def _per_trip(k: _Kernel, groups: dict[tuple, dict], loop_arrives: list) -> None
             body = k.loop_blocks(hit[0])
             waits = [x for w in g["wait"] if (x := k.stmt_of(w.site)) is not None]
             if waits and not any(k.block_of[x] in body for x in waits):
-                g["arr"][j] = dataclasses.replace(a, per_trip=a.loop)
+                trips = k.trip_count(hit[0])
+                if trips is not None:  # a loop the PTX counts: its arrivals, all of them, every phase
+                    g["arr"][j] = dataclasses.replace(a, arrivals=a.arrivals * trips)
+                    k.notes.append(Item("handoff.trips", f"line {a.site.line}: arrives on its barrier every trip of "
+                                        f"the loop at line {a.loop}, which runs {trips} times: {a.arrivals * trips} "
+                                        "arrival(s) a phase", Basis.EVIDENCE))
+                else:
+                    g["arr"][j] = dataclasses.replace(a, per_trip=a.loop)
 
 
 def _split_lifetimes(k: _Kernel, groups: dict[tuple, dict]) -> None:

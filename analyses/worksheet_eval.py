@@ -1062,6 +1062,61 @@ class _Kernel:
         h = self._loops[self.block_of[i]]
         return self.stmts[self.starts[h]].line if h >= 0 else 0
 
+    def trip_count(self, i: int) -> int | None:
+        """How many times the innermost loop holding statement i runs, when the PTX decides it:
+        a counter set from a constant before the loop, stepped by a constant in it, and
+        compared with a constant by the branch that closes it (`add c, c, 1; setp.ne c, 3;
+        @p bra head`); or nvcc's two-trip form, a predicate true on entry and cleared in the
+        loop (`mov.pred p, -1` ... `mov.pred p, 0`, the branch on its copy). None otherwise."""
+        body = self.loop_blocks(i)
+        if not body:
+            return None
+        head = min(body, key=lambda b: self.starts[b])
+        got = set()
+        for b in body:
+            end = self.starts[b + 1] if b + 1 < len(self.starts) else len(self.stmts)
+            br = self.stmts[end - 1] if end else None
+            if br is None or not br.opcode.startswith("bra") or not br.guard or head not in self.succ[b]:
+                continue
+            got.add(self._trips(br.guard, br.negated, body))
+        return got.pop() if len(got) == 1 else None
+
+    def _trips(self, pred: str, negated: bool, body: set[int]) -> int | None:
+        ds = self.defs.get(pred, [])
+        if len(ds) != 1:
+            return None
+        d = ds[0]
+        if d.opcode.startswith("mov.pred") and len(d.operands) == 2 and not negated:
+            # the branch on a copy of p: p is -1 on entry and 0 once set in the loop -> 2 trips
+            src = self.defs.get(d.operands[1], [])
+            vals = {(self.block_of[self.index[id(x)]] in body, x.operands[1]) for x in src if len(x.operands) == 2}
+            return 2 if vals == {(False, "-1"), (True, "0")} else None
+        parts = d.opcode.split(".")
+        if parts[0] != "setp" or len(d.operands) != 3 or parts[1] not in ("ne", "lt", "le", "gt", "ge"):
+            return None
+        c, bound = d.operands[1], d.operands[2]
+        if not re.fullmatch(r"-?\d+", bound) or negated:
+            return None
+        start = step = None
+        for x in self.defs.get(c, []):
+            inside = self.block_of[self.index[id(x)]] in body
+            base, ops = x.opcode.split(".")[0], x.operands[1:]
+            if not inside and base == "mov" and len(ops) == 1 and re.fullmatch(r"-?\d+", ops[0]):
+                start = int(ops[0]) if start is None else None
+            elif inside and base == "add" and len(ops) == 2 and c in ops and re.fullmatch(r"-?\d+", ops[1 - ops.index(c)]):
+                step = int(ops[1 - ops.index(c)]) if step is None else None
+            else:
+                return None
+        n = int(bound)
+        if start is None or not step:
+            return None
+        if parts[1] == "ne":
+            q, r = divmod(n - start, step)
+            return q if r == 0 and q > 0 else None
+        if parts[1] in ("lt", "gt") and (n - start) * step > 0:
+            return -(-(n - start) // step)
+        return None
+
     def loop_blocks(self, i: int) -> set[int]:
         """The blocks of the innermost loop holding statement i (empty: none)."""
         self.loop_line(i)

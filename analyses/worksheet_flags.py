@@ -234,6 +234,11 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                                 "counts not checked", Basis.ASSUMPTION))
             continue
         if any(v is None for v in pops.values()):
+            if not any(a.per_trip for a in b.arrivers):  # (an arrive per loop trip is flag 2 already)
+                who = sorted({f"line {a.site.line}" for a in b.arrivers if a.arrivals is None})
+                k.notes.append(Item("handoff.count", f"{b.name}: how many threads arrive a phase is not derived "
+                                    f"({', '.join(who[:6]) or 'a role that takes turns'}: a guard or count the PTX "
+                                    "does not decide): its count is not checked", Basis.ASSUMPTION))
             continue
         total = sum(v for v in pops.values() if v)
         count = counts.pop()
@@ -990,6 +995,18 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
                     f = k.value(op) if op else None
                     v = f(0) if f else None
                     amounts[side].append(v if v is not None else ("reg", op.strip()) if op else None)
+            # a copy in a loop the expect_tx is not in delivers once a trip (CuTe's non-tensor bulk
+            # copies of one stage, 4 of 2048 bytes in a counted loop): its trip count where the
+            # PTX decides it, else its bytes are not known
+            at = [k.stmt_of(e.site) for e in expects]
+            for n, a in enumerate(copies):
+                i = k.stmt_of(a.site)
+                loop = k.loop_blocks(i) if i is not None else set()
+                if not loop or not at or any(x is None or k.block_of[x] in loop for x in at):
+                    continue
+                trips = k.trip_count(i)  # type: ignore[arg-type]
+                x = amounts[1][n]
+                amounts[1][n] = x * trips if isinstance(x, int) and trips else None
             # Each thread that runs a site issues its own copy or expect_tx: Triton's sm_90 loader
             # partition elects one lane in each of two warps, each copying its half of a block
             # (fixtures/src/triton_tma: right on the H200). A site's thread count can be too high
