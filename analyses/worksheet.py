@@ -714,9 +714,14 @@ def _split_lifetimes(k: _Kernel, groups: dict[tuple, dict]) -> None:
                   "inits": [(s, c) for x, s, c in re_inits],
                   "arr": [a for a in g["arr"] if (x := k.stmt_of(a.site)) is not None and after(x, r)],
                   "wait": [w for w in g["wait"] if (x := k.stmt_of(w.site)) is not None and after(x, r)]}
+        rest_arr = [a for a in g["arr"] if a not in second["arr"]]
+        rest_wait = [w for w in g["wait"] if w not in second["wait"]]
+        if not (second["arr"] and second["wait"] and rest_arr and rest_wait):
+            # the second lifetime's operations are not all under the re-init (another role's,
+            # reached through a dispatch: Triton's second region): the lifetimes stay one group
+            continue
         g["inits"] = [(s, c) for x, s, c in inits if (x, s, c) not in re_inits]
-        g["arr"] = [a for a in g["arr"] if a not in second["arr"]]
-        g["wait"] = [w for w in g["wait"] if w not in second["wait"]]
+        g["arr"], g["wait"] = rest_arr, rest_wait
         groups[(key, "life", r)] = second
 
 

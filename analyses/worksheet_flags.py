@@ -219,6 +219,20 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     stray = [a for b in barriers if not b.inits and b.name.startswith("%") for a in b.arrivers if a.arrivals]
     for b in barriers:
         counts = {c for _, c in b.inits}
+        if b.inits and not b.arrivers and b.waiters and b.decided and None not in counts:
+            # waited on, never arrived on: only a wait that passes on a fresh barrier (parity 1)
+            # ever returns; the first wait for parity 0 blocks for good
+            if stray:
+                k.notes.append(Item("handoff.count", f"{b.name}: no arrival on it was seen, but arrives on addresses "
+                                    "that do not resolve may land on it: its count is not checked", Basis.ASSUMPTION))
+            else:
+                w = b.waiters[0]
+                out.append(Flag(2, FLAG_NAMES[2], f"{b.name}: mbarrier.init count {sorted(counts)[0]} (line "
+                                f"{b.inits[0][0].line}) but nothing ever arrives on it, while {w.site.role} waits on it "
+                                f"({_where(w.site)}): a phase never completes (deadlock), every wait for it after the "
+                                "first trip hangs; the arrive that releases it is missing", Basis.EVIDENCE,
+                                b.inits[0][0].line))
+            continue
         if not b.inits or not b.arrivers or None in counts:
             continue
         pops = phase_arrivals(b)
