@@ -222,9 +222,16 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
         if b.inits and not b.arrivers and b.waiters and b.decided and None not in counts:
             # waited on, never arrived on: only a wait that passes on a fresh barrier (parity 1)
             # ever returns; the first wait for parity 0 blocks for good
-            if stray:
-                k.notes.append(Item("handoff.count", f"{b.name}: no arrival on it was seen, but arrives on addresses "
-                                    "that do not resolve may land on it: its count is not checked", Basis.ASSUMPTION))
+            sym = b.name.split("+")[0].split(" ")[0]
+            rings = any(n.aspect == "handoff.barrier" and "stage index the PTX computes in a loop" in n.text
+                        and f" is {sym}+" in n.text for n in k.notes)
+            if stray or rings:
+                # an arrive elsewhere may land on it: an unresolved address, or a ring taken as an
+                # assumption (a peeled loop's pointer starts a stage in, and its ring is cut there)
+                k.notes.append(Item("handoff.count", f"{b.name}: no arrival on it was seen, but "
+                                    + ("arrives on addresses that do not resolve" if stray else
+                                       "arrives through rings taken as an assumption") + " may land on it: its count "
+                                    "is not checked", Basis.ASSUMPTION))
             else:
                 w = b.waiters[0]
                 out.append(Flag(2, FLAG_NAMES[2], f"{b.name}: mbarrier.init count {sorted(counts)[0]} (line "
