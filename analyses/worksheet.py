@@ -3,7 +3,7 @@
 Per kernel (`.entry`): roles (branches on %tid.x-derived warp/warpgroup/lane conditions
 and elect.sync, named by what they contain), storage (.shared buffers, tensor memory),
 handoffs (every mbarrier: init count, who arrives, who waits, fences) and lifetimes, and
-the known mistakes visible statically (`Flag`, codes 1-9, `FLAG_NAMES`). Items reuse the correctness
+the known mistakes visible statically (`Flag`, codes 1-11, `FLAG_NAMES`). Items reuse the correctness
 worksheet's `Item` / `Basis`: `evidence` is read from the PTX, `assumption` is inferred.
 
 How populations are derived: each register defined once from %tid.x by mov / shr / shl /
