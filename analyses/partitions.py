@@ -175,11 +175,19 @@ def _job(ops: list[_Op]) -> tuple[str, str]:
               if has(p)]
     softmax = has(r"^MUFU\.EX2")
     tmem = [j for p, j in ((r"^LDTM", "tensor-memory load"), (r"^STTM", "tensor-memory store")) if has(p)]
+    if not mma and "TMA load" not in loads and has(r"^LDTM") and any(j in stores for j in ("TMA store", "global stores")):
+        # an epilogue: the accumulator loaded from tensor memory, its math elementwise (bias,
+        # an activation whose exp2 is no softmax: SiLU, sigmoid, GELU), the results stored to
+        # global memory, by TMA or not. A softmax keeps its result on chip for the next MMA.
+        return "epilogue", ", ".join(loads + stores + (["FMA math"] if math >= 4 else []))
     if not mma and sum(n.startswith("MUFU.EX2") for n in names) >= SOFTMAX_EX2:
         # attention's softmax without MMA: an exp2 per score (Triton's sm_100 attention lowering)
         return "softmax", ", ".join(["softmax (exp2)"] + loads + tmem + [j for j in stores if j not in tmem])
-    if not mma and len(tmem) == 2 and math >= 4:
+    if not mma and len(tmem) == 2 and math >= 4 and not has(r"^(STG|UTMASTG|UBLKCP\.G\.S|REDG|ATOMG|RED\.)"):
         # the correction: the accumulator in tensor memory read, rescaled and written back
+        # there. One that also stores to global memory (STG, TMA or bulk store) is an
+        # epilogue: Triton's default warps zero the accumulator (tcgen05.st), then load it
+        # (tcgen05.ld) and store the results.
         return "correction", "rescales tensor memory (correction)"
     work = mma or (["FMA math"] if math >= 4 else [])
     # Cluster Launch Control (sm_100 `clusterlaunchcontrol.try_cancel` -> UGETNEXTWORKID): an
@@ -202,12 +210,26 @@ class _Walk:
     """The blocks one warp reaches (see the module docstring)."""
 
     def __init__(self, ops: dict[int, list[_Op]], succ: dict[int, list[int]], brx: list[int],
-                 table: dict[int, int]) -> None:
-        self.ops, self.succ, self.brx, self.table = ops, succ, brx, table
+                 tables: list[dict[int, int]]) -> None:
+        self.ops, self.succ, self.brx, self.tables = ops, succ, brx, tables or [{}]
 
     def run(self, warp: int) -> tuple[set[int], bool, bool]:
-        """(blocks reached, whether a warp table was read, whether it missed the table)."""
-        self.warp, self.read_table, self.missed = warp, False, False
+        """(blocks reached, whether a warp table was read, whether it missed the table):
+        the union over the warp table's versions (a second `warp_specialize` region's
+        stores send a worker warp to another entry), missed when the first misses."""
+        reached, read, missed = set(), False, False
+        for k, table in enumerate(self.tables):
+            r, rd, ms = self._run(warp, table)
+            reached |= r
+            read |= rd
+            if k == 0:
+                missed = ms
+            if not rd:
+                break  # no table read: every version walks alike
+        return reached, read, missed
+
+    def _run(self, warp: int, table: dict[int, int]) -> tuple[set[int], bool, bool]:
+        self.warp, self.read_table, self.missed, self.table = warp, False, False, table
         entry = min(self.ops)
         states: dict[int, dict] = {entry: {}}
         work = [entry]
@@ -309,10 +331,29 @@ class _Walk:
             x, y = self._val(st, a[1]), self._val(st, a[2])
             if x is not None and y is not None:
                 out = tuple((p * q) & 0xFFFFFFFF for p, q in zip(x, y))
-        elif base in ("LOP3", "ULOP3") and len(a) == 7 and a[5] == "0xc0" and a[4] in ("RZ", "URZ"):
-            x, y = self._val(st, a[2]), self._val(st, a[3])
-            res = None if x is None or y is None else tuple(p & q for p, q in zip(x, y))
-            if _PRED.match(a[0]):  # LOP3.LUT P, R, a, b, RZ, 0xc0, !PT: P = (a & b) != 0
+        elif base in ("VIMNMX", "IMNMX", "UIMNMX") and len(a) >= 4 and _PRED.match(a[-1].lstrip("!")):
+            # min / max: `VIMNMX.U32 R0, PT, PT, R132, 0x3, PT` (sm_100, two predicate
+            # outputs first) or `VIMNMX R4, R2, 0x700, !PT` (sm_90); the last predicate picks
+            # min (true) or max (false). TIRx clamps the warp index into its BRX table so.
+            srcs = [t for t in a[1:-1] if not _PRED.match(t.lstrip("!"))]
+            sel = self._val(st, a[-1])
+            vals = [self._val(st, t) for t in srcs]
+            if len(srcs) == 2 and sel is not None and None not in vals:
+                key = (lambda v: v) if ".U32" in name else _s32
+                out = tuple((min if s else max)(p, q, key=key) for p, q, s in zip(*vals, sel))
+        elif base in ("LOP3", "ULOP3") and len(a) in (6, 7) and a[-1] in ("!PT", "!UPT") \
+                and a[-2] == "0xc0" and a[-3] in ("RZ", "URZ"):
+            # a AND: LOP3.LUT R, a, b, RZ, 0xc0, !PT (`R132 & 0xfffffffc`: TIRx's warpgroup
+            # test) or LOP3.LUT P, R, a, b, RZ, 0xc0, !PT (P = (a & b) != 0: a lane or warp
+            # test). Other functions stay unknown: evaluated, they decided a cp.async
+            # producer's remainder loop test per lane (gemm.sm_90a) and left it unreached.
+            x, y, z = (self._val(st, t) for t in a[-5:-2])
+            lut = 0xc0
+            res = None if None in (x, y, z) else tuple(_lut(lut, p, q, r) for p, q, r in zip(x, y, z))
+            if len(a) == 7:
+                if not _PRED.match(a[0]):
+                    self._kill(st, op)
+                    return
                 self._set(st, a[0], None if res is None else tuple(v != 0 for v in res))
                 self._set(st, a[1], res)
                 return
@@ -337,6 +378,28 @@ class _Walk:
             self._set(st, a[0], tuple(lane == 0 for lane in range(LANES)))  # one lane: counted as lane 0
             for t in a[1:2]:
                 self._set(st, t, None)
+            return
+        elif base == "STL" and len(a) == 2:
+            # a spill: the value (or the window base) kept under its local address, for the
+            # LDL that reloads it (Gluon's gather GEMM spills `base + warp` across its
+            # setmaxnreg loop, then reads the warp table through the reload)
+            slot = "l:" + a[0].replace(" ", "")
+            wide = ".64" in name or ".128" in name
+            for k in [k for k in st if k.startswith("l:")]:
+                if wide or not _local_disjoint(k, slot):
+                    del st[k]
+            v, b = st.get(a[1]), st.get("b:" + a[1])
+            if not wide and (v is not None or b is not None):
+                st[slot] = (v, b)
+            return
+        elif base == "LDL" and len(a) == 2 and ".64" not in name and ".128" not in name:
+            kept = st.get("l:" + a[1].replace(" ", ""))
+            self._kill(st, op)
+            if kept is not None:
+                v, b = kept
+                self._set(st, a[0], v)
+                if b is not None:
+                    st["b:" + a[0]] = b
             return
         elif name.startswith("LDS.U8") and len(a) == 2:
             out = self._lookup(st, a[1])
@@ -437,16 +500,40 @@ class _Walk:
             self._kill(st, op)
 
 
+_LOCAL = re.compile(r"^l:\[(\w+)(?:\+(0x[0-9a-fA-F]+))?\]$")
+
+
+def _local_disjoint(k1: str, k2: str) -> bool:
+    """Two 32-bit local slots `[R1+0xac]`, `[R1+0xb0]` on one base register do not overlap."""
+    m1, m2 = _LOCAL.match(k1), _LOCAL.match(k2)
+    if not m1 or not m2 or m1.group(1) != m2.group(1):
+        return False
+    return int(m1.group(2) or "0", 16) != int(m2.group(2) or "0", 16)
+
+
+def _lut(lut: int, a: int, b: int, c: int) -> int:
+    """LOP3's three-input function: bit i of `lut` is the result where (a, b, c) = i's bits."""
+    out = 0
+    for i in range(8):
+        if lut >> i & 1:
+            out |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+    return out & 0xFFFFFFFF
+
+
 def _branch_target(op: _Op) -> int | None:
     m = _TARGET.search(op.args[-1]) if op.args else None
     return int(m.group(1), 16) if m else None
 
 
-def _table(ops: list[_Op]) -> dict[int, int]:
-    """Shared-memory offset -> byte, from `STS` of constants (their first store per offset:
-    the dispatch's first values; later stores end it)."""
+def _table(ops: list[_Op]) -> list[dict[int, int]]:
+    """Versions of the warp table, shared-memory offset -> byte, from `STS` of constants in
+    code order: the first stores per offset (the first region's dispatch), then after each
+    store that changes a byte the table with it written (a second `warp_specialize` region's
+    values, the exit value the default warps store when done)."""
     consts: dict[str, int] = {}
     table: dict[int, int] = {}
+    current: dict[int, int] = {}
+    versions: list[dict[int, int]] = []
     for op in ops:
         a = op.args
         if op.op in ("IMAD.MOV.U32", "IMAD.MOV") and len(a) == 4 and a[1] == "RZ" and a[2] == "RZ":
@@ -457,9 +544,11 @@ def _table(ops: list[_Op]) -> dict[int, int]:
         if op.base == "HFMA2" and len(a) == 5 and a[1] in ("RZ", "-RZ") and a[2] in ("RZ", "-RZ") \
                 and op.guard is None:
             # -0 * 0 + (a, b): ptxas's way to put a constant whose halves are fp16 immediates
-            # (0x02020202 is `HFMA2 R6, -RZ, RZ, 3.06e-05, 3.06e-05`); the first is the low half
+            # (0x02020202 is `HFMA2 R6, -RZ, RZ, 3.06e-05, 3.06e-05`); the first is the HIGH
+            # half: Triton's table 0x02000101 (bytes {1, 1, 0, 2}, its IMAD.MOV.U32 form) is
+            # `HFMA2 R7, -RZ, RZ, 3.0517578125e-05, 1.5318393707275390625e-05` (0x0200, 0x0101)
             try:
-                lo, hi = (struct.unpack("<H", struct.pack("<e", float(x)))[0] for x in a[3:5])
+                hi, lo = (struct.unpack("<H", struct.pack("<e", float(x)))[0] for x in a[3:5])
             except (ValueError, OverflowError, struct.error):
                 lo = hi = None
             if lo is not None and hi is not None:
@@ -477,13 +566,19 @@ def _table(ops: list[_Op]) -> dict[int, int]:
                 n = int(src[1:])
                 vals = [consts.get(f"R{n + k}") for k in range(words)]
                 if all(v is not None for v in vals):
+                    changed = False
                     for k, v in enumerate(vals):
                         for j in range(4):
-                            table.setdefault(off + 4 * k + j, (v >> (8 * j)) & 0xFF)
+                            at, byte = off + 4 * k + j, (v >> (8 * j)) & 0xFF
+                            changed |= at in table and current.get(at) != byte
+                            table.setdefault(at, byte)
+                            current[at] = byte
+                    if changed:
+                        versions.append(dict(current))
         for t in a[:1]:
             if t in consts and not (op.base == "STS"):
                 consts.pop(t)
-    return table
+    return [table] + versions
 
 
 def recover(instrs: list, blocks: dict, warps: int | None = None) -> Partitions | None:
@@ -523,7 +618,7 @@ def recover(instrs: list, blocks: dict, warps: int | None = None) -> Partitions 
             continue  # past the warp table: taken as absent (Triton sizes the CTA to it)
         reach[w] = frozenset(r)
     if used_table:
-        assumptions.append("warp table in shared memory taken as its first stored values")
+        assumptions.append("warp table in shared memory read as the values its constant stores give, in turn")
     # Warps that reach the same work are one partition: warp 0 of the default warps may
     # also allocate tensor memory or initialize barriers, which is no job of its own.
     work = {s for s in starts if _job(ops[s])[0] != "idle"}

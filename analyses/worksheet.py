@@ -197,7 +197,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         what = sorted({o.split(".")[0] + ("." + o.split(".")[1] if o.split(".")[0] in ("cp", "tcgen05", "wgmma",
                                                                                         "mma", "ld", "st") else "")
                        for o in ops if _PRODUCER.match(o) or _CONSUMER.match(o) or o.startswith("st.shared")})
-        # Roles split by a table in shared memory rest on reading it as its first values.
+        # Roles split by a table in shared memory rest on reading it as its constant stores give it.
         kinds[ws] = (kind, len(roles))
         roles.append(Item("roles", f"{role_name[ws]}: " + (f"{', '.join(jobs)}; " if jobs else "")
                           + f"{len(idx)} statements" + (f"; {', '.join(what)}" if what else ""),

@@ -284,7 +284,7 @@ def registers_text(a: KernelAnalysis, registers: int | None) -> str:
 def partitions_note(a: KernelAnalysis) -> str | None:
     """The line under the partitions that says when their warps rest on an assumption."""
     if any(p.basis == "assumption" for p in a.partitions):
-        return ("(assumption) warps: read through what the SASS does not hold (a warp table's first values, a "
+        return ("(assumption) warps: read through what the SASS does not hold (a warp table's values as its constant stores give them, a "
                 "BRX jump table's targets in address order where the cubin's constant bank is not at hand, or a CTA size a "
                 "profile would give: 'N+')")
     return None

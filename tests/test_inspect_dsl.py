@@ -84,3 +84,111 @@ def test_a_setmaxnreg_its_warpgroup_runs_before_the_role_branch_is_the_producers
     assert parts["consumer (warps 4+)"][1] == 232, parts
     if "tmastore" in name:
         assert parts["epilogue (warp 1)"] == ("TMA store", 40), parts
+
+
+# -- compiler-generated Triton, TIRx and Gluon cubins (fixtures/src/triton_tma, tirx, gluon READMEs)
+
+def test_a_warp_table_word_made_by_hfma2_has_its_first_immediate_as_the_high_half():
+    """ptxas builds Triton's table word 0x02000101 (bytes {1, 1, 0, 2}) as `HFMA2 R7, -RZ, RZ,
+    3.0517578125e-05, 1.5318393707275390625e-05` (fp16 0x0200, 0x0101): the same bytes as its
+    `IMAD.MOV.U32 R7, RZ, RZ, 0x2000101` form."""
+    from wsperf.analyses.partitions import _table
+    sts = _parse(0x10, "STS [UR13+0x1c1d8], R7 ;")
+    hfma = _table([_parse(0, "HFMA2 R7, -RZ, RZ, 3.0517578125e-05, 1.5318393707275390625e-05 ;"), sts])
+    imad = _table([_parse(0, "IMAD.MOV.U32 R7, RZ, RZ, 0x2000101 ;"), sts])
+    assert hfma[0] == imad[0] == {0x1c1d8: 1, 0x1c1d9: 1, 0x1c1da: 0, 0x1c1db: 2}
+
+
+@pytest.mark.parametrize("name, default, loader, mma, idle", [
+    ("tws_swiglu_sm100.sm_100a.cubin", "warps 0-3", "warps 4-5", "warp 6", "warp 7"),
+    ("tws_sigattn_sm100.sm_100a.cubin", "warps 0-3", "warps 4-5", "warp 6", "warp 7"),
+    ("tws_bias_gelu_s5_w8.sm_100a.cubin", "warps 0-7", "warps 8-9", "warp 10", "warp 11"),
+])
+def test_triton_table_built_with_hfma2_gives_loader_mma_and_idle_warps(name, default, loader, mma, idle):
+    """Table {1, 1, 0, 2}: entry 1 (the TMA loader) for the first two worker warps, 0 (MMA)
+    for the third, 2 (idle) for the last. Read low half first, the loader and the idle warp
+    swapped: `consumer (warp 4)`, `idle (warp 5)`, `producer (warps 6-7)`."""
+    parts = _parts(_static(name))
+    assert parts[f"producer ({loader})"][0] == "TMA load", parts
+    assert parts[f"consumer ({mma})"][0].startswith("MMA issue (tcgen05)"), parts
+    assert parts[f"idle ({idle})"][0] == "none", parts
+    assert any(p.endswith(f"({default})") for p in parts), parts
+
+
+TIRX_PGEMM = sorted(p.name for p in CUBINS.glob("tirx_pgemm*.sm_100a.cubin"))
+
+
+def test_tirx_pgemm_fixtures_are_all_here():
+    assert len(TIRX_PGEMM) == 17
+
+
+@pytest.mark.parametrize("name", TIRX_PGEMM)
+def test_a_brx_index_clamped_by_vimnmx_reads_the_jump_table(name):
+    """TIRx dispatches `VIMNMX.U32 R0, PT, PT, R132, 0x3, PT` (min(warp, 3)), `LDC R2,
+    c[0x2][R0 * 4]`, `BRX R2`: entry 0 the MMA warp, 1 and 3 one block that tells the TMA warp
+    (`warp == 1`) from the writeback warpgroup (`warp & ~3 == 4`), 2 the tensor-memory owner.
+    Unclamped, every warp took every entry: `epilogue (warps 0, 2+)`, and the MMA warp's code read as run by all warps."""
+    parts = _parts(_static(name))
+    if "dynacc" not in name:  # dynacc: the MMA warp's code is read as shared (not yet understood)
+        assert parts["consumer (warp 0)"][0].startswith("MMA issue (tcgen05)"), parts
+    assert parts["producer (warp 1)"][0] == "TMA load", parts
+    (epi,) = [p for p in parts if p.startswith("epilogue")]
+    # warps 4-7, or warp 4 alone where only it issues the TMA store (`if warp == 4`)
+    assert epi.startswith(("epilogue (warps 4-7", "epilogue (warp 4)")), parts
+    assert not any(p.startswith("epilogue (warps 0") for p in parts), parts
+
+
+def test_a_second_warp_specialize_region_sends_its_warps_to_their_worker():
+    """gluon_tworeg: region 1's table {2, 2, 0, 1} leaves warps 4-5 idle, region 2's second
+    store {3, 3, 4, 4} sends them to its 2-warp worker (TMA load of the bias, TMA store of C,
+    48 registers). Read as its first values only, that worker was "unreached (padding)"."""
+    parts = _parts(_static("gluon_tworeg.sm_100a.cubin"))
+    assert parts["producer (warps 4-5)"] == ("TMA load", 48), parts
+    assert parts["producer (warp 6)"][0] == "TMA load", parts
+    assert parts["consumer (warp 7)"][0].startswith("MMA issue (tcgen05)"), parts
+
+
+@pytest.mark.parametrize("name, warps", [
+    ("tws_bias_relu_s2_w8.sm_100a.cubin", "0-7"),
+    ("tws_bias_relu_dev_s2_w8.sm_100a.cubin", "0-7"),
+    ("tws_kloop_bm64_sm100.sm_100a.cubin", "0-3"),
+    ("tws_two_loops_bn64_sm100.sm_100a.cubin", "0-3"),
+])
+def test_a_partition_that_stores_results_to_global_memory_is_an_epilogue_not_a_correction(name, warps):
+    """Triton's default warps zero the accumulator (tcgen05.st -> STTM), load it (LDTM), add the
+    bias and store by TMA: their tensor-memory load and store and their math read as attention's
+    correction, which keeps its result in tensor memory."""
+    parts = _parts(_static(name))
+    job = parts[f"epilogue (warps {warps})"][0]
+    assert "tensor-memory load" in job and "TMA store" in job, parts
+    assert not any(p.startswith("correction") for p in parts), parts
+
+
+def test_attention_keeps_its_correction_partition():
+    parts = _parts(_static("triton_ws_attn_sm100.sm_100a.cubin"))
+    assert parts["correction (warps 4-7)"][0] == "rescales tensor memory (correction)", parts
+
+
+def test_a_warp_table_address_spilled_to_local_memory_is_followed_through_the_reload():
+    """gluon_gather_gemm spills `table base + warp` (`STL [R1+0xac], R4`) across its
+    setmaxnreg retry loop and reloads it (`LDL R4, [R1+0xac]`) for `LDS.U8 R4, [R4+0x18024]`:
+    warp 6 the loader, warp 7 the MMA, warps 4-5 idle (was `consumer (warps 4+)` holding
+    both)."""
+    parts = _parts(_static("gluon_gather_gemm.sm_100a.cubin"))
+    assert parts["producer (warp 6)"][0] == "TMA load", parts
+    assert parts["consumer (warp 7)"][0].startswith("MMA issue (tcgen05)"), parts
+    assert parts["idle (warps 4-5)"][0] == "none", parts
+
+
+@pytest.mark.parametrize("name, default, kind", [
+    ("tws_swiglu_sm100.sm_100a.cubin", "warps 0-3", "epilogue"),
+    ("tws_bias_gelu_s5_w8.sm_100a.cubin", "warps 0-7", "epilogue"),
+    ("tws_sigattn_sm100.sm_100a.cubin", "warps 0-3", "softmax"),
+    ("triton_ws_attn_sm100.sm_100a.cubin", "warps 0-3", "softmax"),
+])
+def test_an_activations_exp2_is_no_softmax_when_the_partition_stores_results(name, default, kind):
+    """SwiGLU's SiLU and a GELU's sigmoid take an exp2 per element, as a softmax does per
+    score; but their partition loads the accumulator and stores the results (TMA store): the
+    epilogue. Attention's softmax keeps P on chip for the next MMA (sigmoid attention too)."""
+    parts = _parts(_static(name))
+    assert f"{kind} ({default})" in parts, parts
