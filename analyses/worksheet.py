@@ -387,9 +387,15 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     bases |= {(v[0], min(v[1])) for kind, i, op in ops if kind != "init" and (v := k.vals_at(op, i)) is not None
               and v[0] is not None and v[1] is not None and len(v[1]) > 1}
     own: list[int] = []  # lines of a mapa to CTA 0 in a cluster of one CTA: this CTA's own barrier
+    self_rank: list[int] = []  # lines of a mapa to the CTA's own rank: its own barrier
     shape = k.e.cluster
     for kind, i, op in ops:
         peer = k.peer_address(op, k.threads(i)) if kind != "init" else None
+        if peer is not None and peer[1] == "rank":
+            # `mapa` to %cluster_ctarank itself is this CTA's own barrier, whatever the cluster
+            # (CUTLASS's PipelineAsync: dst_blockid defaults to block_rank_in_cluster())
+            self_rank.append(stmts[i].line)
+            op, peer = peer[0], None
         if peer is not None and peer[1] == "CTA 0" and (shape is None or shape == (1, 1, 1)):
             # CUTLASS's consumer_release: `mapa` to dst_blockid_ = 0, which is the CTA itself
             # when the cluster is one CTA; counted as a local arrive
@@ -467,7 +473,8 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
                                            "inval": []})
         g["slots"].update(x[1] for x in c if x[0] != "raw" and x[1] is not None)
         addr = (_fmt(sym, offs) if sym else op.strip("[] ")) + (f" in CTA {peer[1]} (mapa)" if peer else "") + (
-            " in CTA 0 (mapa: this CTA)" if stmts[i].line in own else "")
+            " in CTA 0 (mapa: this CTA)" if stmts[i].line in own else " (mapa to its own rank)" if stmts[i].line in self_rank
+            else "")
         s = stmts[i]
         if ".multicast" in s.opcode:
             addr += " in every CTA of its mask (multicast)"
@@ -525,6 +532,10 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         first = min(s.line for s in sites)
         out.append((first, Barrier(name, tuple(g["inits"]), tuple(g["arr"]), tuple(g["wait"]), tuple(g["inval"]),
                                    tuple(sorted(slots)), decided)))
+    if self_rank:
+        k.notes.append(Item("handoff.cluster", f"line(s) {', '.join(map(str, self_rank[:6]))}: arrive through mapa "
+                            "on %cluster_ctarank, the CTA's own rank: counted as an arrive on its own barrier",
+                            Basis.EVIDENCE))
     if own:
         k.notes.append(Item("handoff.cluster", f"line(s) {', '.join(map(str, own[:6]))}: arrive through mapa on CTA 0, "
                             + ("and the kernel declares a cluster of one CTA (.reqnctapercluster 1, 1, 1)"
@@ -776,6 +787,27 @@ def _turns(k: _Kernel, i: int) -> int:
                                 "bar.sync): taken as taking turns at the ring, each phase released by one group",
                                 Basis.ASSUMPTION))
             return 2
+    groups = sorted({w // 4 for w in warps})
+    if len(groups) == 2:
+        # warpgroups that each wait on a barrier of their own (CUTLASS's OrderedSequenceBarrier:
+        # warpgroup g waits on order[g] and arrives on the other's) hand each other the turn
+        for j, st in enumerate(k.stmts):
+            if not st.opcode.startswith(_WAIT) or len(st.operands) < 2:
+                continue
+            q = k.threads(j)
+            if not q or not ({t // 32 for t in q} & warps):
+                continue
+            f = k._shared_fn(st.operands[1], 0)
+            if f is None:
+                continue
+            by_group = {g: {f[1](t) for t in q if t // 128 == g} for g in groups}
+            if all(len(v) == 1 and None not in v for v in by_group.values()) and \
+                    len({next(iter(v)) for v in by_group.values()}) == 2:
+                k.notes.append(Item("handoff.turns", f"line {k.stmts[i].line}: its warps are two warpgroups that wait "
+                                    f"on barriers of their own (line {st.line}: {_warps(frozenset(warps))} by "
+                                    "warpgroup): taken as taking turns, each phase released by one warpgroup",
+                                    Basis.ASSUMPTION))
+                return 2
     return 1
 
 

@@ -277,7 +277,9 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                      for p_ in pops}
             once = total > count and len(pops) > 1 and any(ls == {0} for ls in loops.values()) \
                 and any(0 not in ls for ls in loops.values())
-            basis = Basis.ASSUMPTION if partial_elect or (stray and total < count) or multicast or once \
+            # a count that rests on warp groups taking turns (the notes say why) is an assumption
+            turns = any(a.turns > 1 for a in b.arrivers)
+            basis = Basis.ASSUMPTION if partial_elect or (stray and total < count) or multicast or once or turns \
                 else Basis.EVIDENCE
             out.append(Flag(2, FLAG_NAMES[2], f"{b.name}: mbarrier.init count {count} (line {b.inits[0][0].line}) but "
                             f"{total} arrival(s) per phase ({who}; {lines}): a phase "

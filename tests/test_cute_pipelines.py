@@ -75,7 +75,8 @@ EVIDENCE = frozenset({Basis.EVIDENCE})
 PLANTED = [
     ("cute_pipe_wgmma2_count", 2, EVIDENCE),           # empty init 256, 8 elected arrivals
     ("cute_pipe_wgmma2_phase", 7, EVIDENCE),           # producer's first wait on empty for parity 0
-    ("cute_pipe_pingpong_named_count8", 2, EVIDENCE),  # the same, the warpgroups ordered by bar.sync 3
+    # the same, the warpgroups ordered by bar.sync 3: the count rests on their taking turns
+    ("cute_pipe_pingpong_named_count8", 2, (Basis.ASSUMPTION,)),
     ("cute_pipe_cpasync_count", 2, EVIDENCE),          # full init 1, 64 noinc arrivals
     ("cute_pipe_umma_acccount", 2, EVIDENCE),          # acc_empty init 4, 128 arrivals
     ("cute_pipe_umma_accphase", 7, EVIDENCE),          # MMA's first wait on acc_empty for parity 0
