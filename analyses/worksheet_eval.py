@@ -125,6 +125,10 @@ class _Kernel:
         if base == "shfl" and ".idx" in s.opcode and len(s.operands) >= 3:
             # a lane's value broadcast to its warp: warp-uniform values (the warp index) pass
             src, lane = arg(s.operands[1]), arg(s.operands[2])
+            if lane is None and len(self.defs.get(s.operands[2].strip(), ())) > 1:
+                # the lane written again later (CUTLASS's lane 0 for the warp-index shuffle, a
+                # register an inline-asm block then reuses): read where the shuffle stands
+                lane = self._value_at(s.operands[2].strip(), self.index[id(s)], depth + 1)
             if src is None or lane is None or (c := lane(0)) is None:
                 return None
             return lambda t: src((t // 32) * 32 + (c & 31))
