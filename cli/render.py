@@ -241,8 +241,9 @@ def version() -> str:
 
 
 def regs_smem(s: LaunchSummary) -> str:
-    return (f"{_num(s.registers_per_thread)} per thread / {_num(s.static_smem_bytes)} B static + "
-            f"{_num(s.dynamic_smem_bytes)} B dynamic")
+    def b(v: int | None) -> str:
+        return "n/a" if v is None else f"{v:,} B"
+    return f"{_num(s.registers_per_thread)} per thread / {b(s.static_smem_bytes)} static + {b(s.dynamic_smem_bytes)} dynamic"
 
 
 def workload_text(s: LaunchSummary) -> str:

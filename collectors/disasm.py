@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -31,7 +32,7 @@ from pathlib import Path
 import duckdb
 
 from wsperf.collectors.errors import InputError, WsperfError
-from wsperf.collectors.files import GiB, find_binary, input_stat, read_input
+from wsperf.collectors.files import GiB, find_binary, input_stat, read_input, read_small
 from wsperf.collectors.cubin import find_cubins, jump_tables, split_sass
 from wsperf.collectors.store import transaction
 
@@ -391,15 +392,16 @@ def load_static(con: duckdb.DuckDBPyConnection, path: str | Path, arch: str | No
                 [report_id, str(p.resolve()), digest, size, cuobjdump_version, cc, short, len(kernels),
                  dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
             launch_rows, sass_rows = [], []
+            dynamic = _triton_dynamic_smem(p)
             for idx, k in enumerate(kernels.values()):
                 lid = base + idx
                 launch_rows.append((lid, report_id, 0, idx, k.mangled, k.demangled, _function_name(k.demangled or k.mangled),
-                                    "kernel", k.registers, k.shared_bytes, 0))
+                                    "kernel", k.registers, k.shared_bytes, dynamic.get(k.mangled), 0))
                 sass_rows += [(lid, i.pc, 0, i.pc, i.opcode, i.opcode_full, i.guard, i.text) for i in k.instructions]
             con.executemany(
                 "INSERT INTO launches (launch_id, report_id, range_idx, action_idx, kernel_mangled, kernel_demangled, "
-                "kernel_function, workload_type, registers_per_thread, static_smem_bytes, num_metrics) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", launch_rows)
+                "kernel_function, workload_type, registers_per_thread, static_smem_bytes, dynamic_smem_bytes, "
+                "num_metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", launch_rows)
             if sass_rows:
                 import pyarrow as pa
 
@@ -411,6 +413,24 @@ def load_static(con: duckdb.DuckDBPyConnection, path: str | Path, arch: str | No
                 finally:
                     con.unregister("_wsperf_static_sass")
     return StaticLoad(report_id, p, chosen, archs, len(kernels), False, tuple(messages), kernels)
+
+
+def _triton_dynamic_smem(p: Path) -> dict[str, int]:
+    """{kernel: dynamic shared memory bytes} from Triton's metadata beside a cubin (its cache
+    keeps `name.cubin` with `name.json`, whose `shared` is what the launch asks for): a
+    static cubin does not say it, the launch does."""
+    for meta in (p.with_suffix(".json"), p.parent / (p.name.split(".")[0] + ".json")):
+        raw = read_small(meta, 1 << 20)
+        if raw is None:
+            continue
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("name"), str) and isinstance(doc.get("shared"), int) \
+                and not isinstance(doc.get("shared"), bool) and 0 <= doc["shared"] < 1 << 31:
+            return {doc["name"]: doc["shared"]}
+    return {}
 
 
 def _tool_version(name: str) -> str | None:

@@ -192,3 +192,18 @@ def test_an_activations_exp2_is_no_softmax_when_the_partition_stores_results(nam
     epilogue. Attention's softmax keeps P on chip for the next MMA (sigmoid attention too)."""
     parts = _parts(_static(name))
     assert f"{kind} ({default})" in parts, parts
+
+
+def test_triton_metadata_beside_a_cubin_gives_its_dynamic_shared_memory(tmp_path):
+    """A static cubin does not say the shared memory its launch asks for; Triton's cache
+    keeps `name.json` beside `name.cubin`, whose `shared` does (131,148 B for this GEMM)."""
+    import shutil
+    from support import wsperf
+
+    ptx = CUBINS.parent / "ptx"
+    shutil.copy(CUBINS / "gluon_ws_gemm.sm_100a.cubin", tmp_path / "gluon_ws_gemm.cubin")
+    bare = wsperf("inspect", tmp_path / "gluon_ws_gemm.cubin")
+    assert "1,024 B static + n/a dynamic" in bare.stdout, bare.stdout
+    shutil.copy(ptx / "gluon_ws_gemm.json", tmp_path / "gluon_ws_gemm.json")
+    p = wsperf("inspect", tmp_path / "gluon_ws_gemm.cubin")
+    assert "1,024 B static + 131,148 B dynamic" in p.stdout, p.stdout

@@ -58,7 +58,7 @@ def test_missing_figures_are_null_in_json_and_na_in_text(no_launch_stats):
     text, md = _text(no_launch_stats), render.analyses_markdown(no_launch_stats)
     for out in (text, md):
         assert "nan" not in out.lower().replace("nanosleep", "") and "None" not in out
-    assert "n/a per thread / n/a B static + n/a B dynamic" in text
+    assert "n/a per thread / n/a static + n/a dynamic" in text
     assert "duration" in text and "n/a" in text
 
 
