@@ -119,7 +119,9 @@ def test_tmem_freed_early_silent_on_correct(name):
 
 # ---- every committed PTX: flags 10 and 11 fire on the planted kernels only ----
 
-PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx"}, 11: {"tirx_pgemm_early_dealloc.ptx"}}
+PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "gluon_rings23_bphase.ptx",
+                "tirx_dualacc_mma_parity.ptx"},
+           11: {"tirx_pgemm_early_dealloc.ptx"}}
 
 
 def test_new_flags_fire_only_on_planted_fixtures():

@@ -45,7 +45,8 @@ CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx"
            "cute_cluster_rowsum.ptx", "cute_tworegions.ptx", "cute_tmem2cta.ptx", "cute_prerelease.ptx",
            "cute_bulkloop.ptx", "cute_multiarrive.ptx", "cute_multiarrive3.ptx", "gluon_rings23.ptx",
            "gluon_rings23_nopeel.ptx", "gluon_loadmma.ptx", "gluon_epi8.ptx", "gluon_h_prod4.ptx",
-           "tws2_ns1_sm100.ptx"]
+           "tws2_ns1_sm100.ptx", "cutlass_pingpong_async.ptx", "cutlass_persistent_async.ptx",
+           "cutlass_cluster_mc.ptx", "tirx_dualacc.ptx"]
 
 # Planted bugs in newer shapes (fixtures/src/cute/cute_tcgen05_gemm.py, fixtures/src/cute/cute_pipe_*.py,
 # fixtures/src/tirx/tirx_ws_gemm_cluster.py, fixtures/src/triton_tma/sweep_ws.py): each raises exactly its flag.
