@@ -20,6 +20,7 @@ import datetime as dt
 import gzip
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -100,14 +101,29 @@ def parse_wsperf_trace(data: bytes, source: str) -> tuple[tf.TraceHeader, dict[s
     if doc.get("version") != tf.VERSION or doc.get("record_bytes") != tf.RECORD_BYTES:
         raise InputError(f"{source}: trace version {doc.get('version')!r} with {doc.get('record_bytes')!r}-byte records; "
                          f"this wsperf reads version {tf.VERSION} ({tf.RECORD_BYTES}-byte records)")
+    def count(key: str) -> int:
+        """A count of the buffer shape: a whole number from 0 to 2^31 (1e400, 2^64-1 and -5
+        are no shape a kernel wrote)."""
+        v = doc[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (isinstance(v, int) or v.is_integer()) \
+                or not 0 <= v <= (1 << 31):
+            raise ValueError(f"{key} is {v!r}, not a count from 0 to 2^31")
+        return int(v)
+
+    def names(key: str) -> dict[int, str]:
+        """A header's {id: name} map (roles, events); anything else is no map of names."""
+        v = doc.get(key) or {}
+        if not isinstance(v, dict):
+            raise ValueError(f"{key} is not a map of ids to names")
+        return {int(k): _text(n) for k, n in v.items() if str(k).isdigit() and len(str(k)) < 10}
+
     try:
         header = tf.TraceHeader(
-            kernel=str(doc.get("kernel") or ""), ctas=int(doc["ctas"]), cta_stride=int(doc["cta_stride"]),
-            warps_per_cta=int(doc["warps_per_cta"]), slots_per_warp=int(doc["slots_per_warp"]),
-            roles={int(k): str(v) for k, v in (doc.get("roles") or {}).items()},
-            events={int(k): str(v) for k, v in (doc.get("events") or {}).items()})
-    except (KeyError, TypeError, ValueError) as e:
-        raise InputError(f"{source}: the header lacks or garbles the buffer shape ({e!r})") from None
+            kernel=_text(doc.get("kernel") or ""), ctas=count("ctas"), cta_stride=count("cta_stride"),
+            warps_per_cta=count("warps_per_cta"), slots_per_warp=count("slots_per_warp"),
+            roles=names("roles"), events=names("events"))
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
+        raise InputError(f"{source}: the header lacks or garbles the buffer shape ({_text(str(e))[:160]})") from None
     body = memoryview(data)[nl + 1:]
     want = tf.trace_bytes(header.ctas, header.warps_per_cta, header.slots_per_warp, max(header.cta_stride, 1))
     if header.cta_stride < 1 or len(body) != want:
@@ -135,9 +151,9 @@ def parse_wsperf_trace(data: bytes, source: str) -> tuple[tf.TraceHeader, dict[s
 
 def _num(text: Any, key: str) -> int | None:
     if isinstance(text, int) and not isinstance(text, bool):
-        return text
+        return text if _small_int(text) else None
     m = _NUM_AFTER[key].search(str(text)) if text is not None else None
-    return int(m.group(1)) if m else None
+    return int(m.group(1)) if m and len(m.group(1)) < 10 else None
 
 
 def _event_kind(name: str) -> str:
@@ -157,6 +173,19 @@ def _role(*texts: Any) -> str:
     return "other"
 
 
+_MAX_NS = float(1 << 62)  # a time in ns a trace's BIGINT columns hold with room for spans
+
+
+def _small_int(v: Any) -> bool:
+    """An int a trace's INTEGER / BIGINT columns hold (not a bool, not 1e30)."""
+    return isinstance(v, int) and not isinstance(v, bool) and -(1 << 31) <= v < (1 << 31)
+
+
+def _text(v: Any) -> str:
+    """A value from the trace as text that can be stored: lone surrogates (`\\ud800`) replaced."""
+    return str(v).encode("utf-8", "replace").decode("utf-8")
+
+
 def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, list]]:
     """The kernel name (metadata, if any) and the events of a Chrome-trace JSON file, as
     columns (see COLUMNS); t_ns still absolute (ts converted from microseconds)."""
@@ -164,6 +193,8 @@ def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, 
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise InputError(f"{source}: not JSON ({str(e)[:120]}); give a Chrome-trace or Perfetto JSON file") from None
+    except RecursionError:
+        raise InputError(f"{source}: JSON nested too deeply to be a Chrome-trace file") from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise InputError(f"{source}: no traceEvents list; not a Chrome-trace file")
@@ -179,7 +210,7 @@ def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, 
                 threads[(e.get("pid"), e.get("tid"))] = name
     if isinstance(doc, dict):
         meta = doc.get("metadata") or doc.get("otherData") or {}
-        kernel = meta.get("kernel") if isinstance(meta, dict) else None
+        kernel = _text(meta.get("kernel")) if isinstance(meta, dict) and isinstance(meta.get("kernel"), str) else None
     cols: dict[str, list] = {c: [] for c in COLUMNS}
     seqs: dict[tuple, int] = {}
     open_b: dict[tuple, list] = {}
@@ -188,24 +219,27 @@ def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, 
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         pid, tid = e.get("pid"), e.get("tid")
         pname, tname = procs.get(pid, pid), threads.get((pid, tid), tid)
-        cta = args.get("cta") if isinstance(args.get("cta"), int) else (_num(pname, "cta") if _num(pname, "cta") is not None
-                                                                          else _num(pname, "block"))
+        cta = args.get("cta") if _small_int(args.get("cta")) else (_num(pname, "cta") if _num(pname, "cta") is not None
+                                                                     else _num(pname, "block"))
         if cta is None:
-            cta = pid if isinstance(pid, int) else 0
-        warp = args.get("warp") if isinstance(args.get("warp"), int) else _num(tname, "warp")
+            cta = pid if _small_int(pid) else 0
+        warp = args.get("warp") if _small_int(args.get("warp")) else _num(tname, "warp")
         if warp is None:
-            warp = tid if isinstance(tid, int) else 0
-        sm = args.get("sm") if isinstance(args.get("sm"), int) else (_num(pname, "core") if _num(pname, "core") is not None
-                                                                      else _num(pname, "sm"))
-        name = str(e.get("name", ""))
+            warp = tid if _small_int(tid) else 0
+        sm = args.get("sm") if _small_int(args.get("sm")) else (_num(pname, "core") if _num(pname, "core") is not None
+                                                                 else _num(pname, "sm"))
+        name = _text(e.get("name", ""))
         kind = _event_kind(name)
-        role = str(args["role"]) if isinstance(args.get("role"), str) else _role(tname, pname, name)
+        role = _text(args["role"]) if isinstance(args.get("role"), str) else _role(tname, pname, name)
         if seq is None:
             key = (cta, warp, kind)
-            seq = args.get("seq") if isinstance(args.get("seq"), int) else seqs.get(key, 0)
+            seq = args.get("seq") if _small_int(args.get("seq")) else seqs.get(key, 0)
             seqs[key] = seq + 1
-        stage = args.get("stage") if isinstance(args.get("stage"), int) else None
-        cols["t_ns"].append(round(float(ts_us) * 1000.0))
+        stage = args.get("stage") if _small_int(args.get("stage")) else None
+        t_ns = float(ts_us) * 1000.0
+        if not math.isfinite(t_ns) or abs(t_ns) >= _MAX_NS:
+            raise ValueError("a time past what a trace can hold")
+        cols["t_ns"].append(round(t_ns))
         cols["clk"].append(None)
         cols["sm"].append(sm)
         cols["cta"].append(cta)
@@ -238,8 +272,9 @@ def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, 
                     add(ts, "end", e, stack.pop())
             elif ph in ("i", "I", "n"):
                 add(ts, "instant", e)
-        except (TypeError, ValueError):
-            raise InputError(f"{source}: an event has a non-numeric ts or dur: {str(e)[:120]}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(f"{source}: an event has a ts or dur that is not a finite number of microseconds "
+                             f"under 2^62 ns: {_text(str(e))[:120]}") from None
     return kernel, cols
 
 

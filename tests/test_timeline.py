@@ -453,3 +453,43 @@ def test_outputs_carry_the_cut(fmt):
     else:
         assert "no_data" in out and "filled their 130 slots" in out and "at least 256 slots per warp" in out
         assert "pipeline-bubbles: no_data" in out.replace("**", "")
+
+
+@pytest.mark.parametrize("name, text, code", [
+    ("deep", '{"traceEvents":' + "[" * 5000 + "]" * 5000 + "}", 2),
+    ("inf_ts", '{"traceEvents":[{"name":"copy","ph":"X","ts":1e400,"dur":2,"pid":0,"tid":0}]}', 2),
+    ("huge_ts", '{"traceEvents":[{"name":"copy","ph":"X","ts":1e300,"dur":1e300,"pid":0,"tid":0}]}', 2),
+    ("span_past_int64", '{"traceEvents":[{"name":"copy","ph":"X","ts":-9.3e18,"dur":1.8e19,"pid":0,"tid":0}]}', 2),
+    ("nested_ts", '{"traceEvents":[{"name":"copy","ph":"X","ts":{"a":1},"dur":2,"pid":0,"tid":0}]}', 2),
+    ("name_not_text", '{"traceEvents":[{"name":5,"ph":"X","ts":1,"dur":2,"pid":0,"tid":0}],"otherData":{"kernel":5}}', 0),
+    ("lone_surrogate", '{"traceEvents":[{"name":"\\ud800","ph":"X","ts":1,"dur":2,"pid":0,"tid":0}]}', 0),
+    ("cta_1e30", '{"traceEvents":[{"name":"copy","ph":"X","ts":1,"dur":2,"pid":"CTA 99999999999999999999",'
+                 '"tid":0,"args":{"cta":1e30,"warp":[0],"sm":true}}]}', 0),
+])
+def test_a_hostile_chrome_trace_is_one_error_line_or_read(tmp_path, name, text, code):
+    """Chrome-trace JSON made hostile (deep nesting, times past int64 or infinite, names that
+    are numbers, lone surrogates, CTAs of 1e30): one `Error:` line and exit 2, or read with
+    what cannot be stored left out; never a traceback."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(text)
+    p = wsperf("timeline", path)
+    assert "Traceback" not in p.stderr and p.returncode == code, (p.returncode, p.stderr[-400:])
+    if code:
+        assert_one_error_line(p, code)
+
+
+@pytest.mark.parametrize("key, value, needle", [
+    ("ctas", "1e400", "ctas is inf"), ("ctas", str(2 ** 64 - 1), "not a count"), ("ctas", "-5", "ctas is -5"),
+    ("slots_per_warp", "-1", "slots_per_warp is -1"), ("roles", '["producer"]', "roles is not a map"),
+    ("events", "[1, 2]", "events is not a map"),
+])
+def test_a_hostile_wsperf_trace_header_is_one_error_line(tmp_path, key, value, needle):
+    """The real ring1 trace with one header field made hostile (a count of 1e400, 2^64-1 or
+    below zero, roles as a list): one `Error:` line naming the field, exit 2."""
+    data = (ROOT / "fixtures" / "timeline" / "ring1.wsperf-trace").read_bytes()
+    nl = data.index(b"\n")
+    head = json.loads(data[:nl])
+    text = json.dumps({**head, key: "@@"}).replace('"@@"', value)
+    path = tmp_path / "hostile.wsperf-trace"
+    path.write_bytes(text.encode() + data[nl:])
+    assert_one_error_line(wsperf("timeline", path), 2, needle)
