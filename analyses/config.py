@@ -91,6 +91,8 @@ def load_config(path: Path | None, extra_expect: tuple[str, ...] = ()) -> Analys
             raise InputError(f"{path}: not valid TOML ({e})") from None
         except RecursionError:  # tomllib recurses once per nesting level
             raise InputError(f"{path}: nested too deeply to be a wsperf config") from None
+        except ValueError as e:  # an integer past Python's digit limit (4300 digits)
+            raise InputError(f"{path}: a value wsperf cannot read as a number ({str(e)[:80]})") from None
     unknown = set(doc) - {"expect", "thresholds", "compare"}
     if unknown:
         raise InputError(f"{path}: unknown config keys {', '.join(sorted(unknown))}; known: expect, thresholds, "

@@ -285,7 +285,8 @@ def _body(lines: list[str], i: int, entry: Entry) -> int:
                 continue
             neg, guard, opcode, ops = st.groups()
             operands = tuple(_operands(ops or ""))
-            if len(operands) < _least_operands(opcode):
+            if len(operands) < _least_operands(opcode) or _HUGE_NUMBER.search(ops or ""):
+                # (a literal of more digits than any PTX integer or float has: not read, listed)
                 entry.unparsed.append((lineno, piece))
                 continue
             if renames:
@@ -300,6 +301,9 @@ def _body(lines: list[str], i: int, entry: Entry) -> int:
 _LEAST_OPERANDS = (("mbarrier.init", 2), ("mbarrier.arrive", 2), ("mbarrier.try_wait", 2),
                    ("mbarrier.test_wait", 2), ("mbarrier.inval", 1), ("tcgen05.alloc", 2), ("tcgen05.dealloc", 2),
                    ("tcgen05.commit", 1), ("cp.async.mbarrier.arrive", 1))
+
+
+_HUGE_NUMBER = re.compile(r"\d{40}")  # 2^64 has 20 digits, an 0x / 0d literal 16
 
 
 def _least_operands(opcode: str) -> int:

@@ -33,7 +33,7 @@ import pytest
 
 import corpus
 from bundles import deadlock_bundle, sanitizer_bundle
-from support import ENV, REPORTS, ROOT, assert_one_error_line, time_limit, wsperf_exe
+from support import ENV, REPORTS, ROOT, assert_one_error_line, time_limit, wsperf, wsperf_exe
 from wsperf.analyses.config import load_config
 from wsperf.analyses.evidence import gather
 from wsperf.analyses.worksheet import worksheet
@@ -473,3 +473,22 @@ def test_a_missing_ncu_report_module_is_one_error_line(tmp_path):
     con = duckdb.connect(str(db), read_only=True) if db.exists() else None
     if con is not None:  # nothing stored for the report
         assert con.execute("SELECT count(*) FROM launches").fetchone() == (0,)
+
+
+def test_a_5000_digit_literal_in_ptx_is_listed_not_read(tmp_path):
+    """A literal past any PTX integer (5000 digits) made Python's int() raise past its digit
+    limit: a traceback. The statement is now listed as not read, and the sheet goes on."""
+    ptx = (ROOT / "fixtures" / "ptx" / "ws_stream.ptx").read_text()
+    bad = re.sub(r"(mov\.u32 \t%r\d+, )1;", lambda m: m.group(1) + "9" * 5000 + ";", ptx, count=1)
+    assert bad != ptx
+    (tmp_path / "big.ptx").write_text(bad)
+    p = wsperf("worksheet", tmp_path / "big.ptx")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-300:]
+    assert "PTX line(s) not read" in p.stdout
+
+
+def test_a_5000_digit_number_in_the_config_is_one_error_line(tmp_path):
+    cfg = tmp_path / "big.toml"
+    cfg.write_text("[thresholds.producer-bound]\nmin_consumer_wait_share = " + "9" * 5000 + "\n")
+    p = wsperf("analyze", ROOT / "fixtures" / "reports" / "gemm_ffma.ncu-rep", "--config", cfg)
+    assert_one_error_line(p, 2, "cannot read as a number")
