@@ -84,7 +84,7 @@ class StreamGaps:
     finding (nsys_stream_gaps.sql; its header defines every figure)."""
 
     export_id: int
-    global_pid: int
+    global_pid: int | None  # NULL where the export has no globalPid column
     device_id: int | None
     context_id: int | None
     stream_id: int | None
@@ -104,8 +104,8 @@ class StreamGaps:
     kind: str  # 'launch-bound' or 'host-bound' (meaningful when confirmed)
 
     @property
-    def pid(self) -> int:
-        return (self.global_pid >> 24) & 0xFFFFFF
+    def pid(self) -> int | None:
+        return None if self.global_pid is None else (self.global_pid >> 24) & 0xFFFFFF
 
     @property
     def summary(self) -> str:

@@ -203,7 +203,7 @@ def _pct(v: float | None) -> str:
 
 
 def _stream(s: Any) -> str:
-    return f"pid {s.pid} dev {s.device_id} stream {s.stream_id}"
+    return f"pid {'?' if s.pid is None else s.pid} dev {s.device_id} stream {s.stream_id}"
 
 
 

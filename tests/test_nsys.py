@@ -629,3 +629,22 @@ def test_timeline_of_another_gpu_is_said(public_data):
     text = wsperf("nsys", public_data / "nsys" / "vecadd_rtx3060_nsys2025.5.sqlite.gz",
                   ROOT / "fixtures" / "nsys" / "vecadd_h200.ncu-rep.gz").stdout
     assert "the timeline ran on NVIDIA GeForce RTX 3060, the profile on NVIDIA H200: not one run" in text
+
+
+def test_an_export_without_global_pid_reads(tmp_path, public_data):
+    """The README says absent columns become NULL: an export whose kernel table has no
+    globalPid gave a TypeError traceback in the stream table ('pid ?' now)."""
+    db = tmp_path / "nopid.sqlite"
+    with gzip.open(public_data / "nsys" / "vecadd_rtx3060_nsys2025.5.sqlite.gz") as f, open(db, "wb") as out:
+        shutil.copyfileobj(f, out)
+    con = sqlite3.connect(db)
+    cols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)") if r[1] != "globalPid"]
+    con.execute(f"CREATE TABLE k2 AS SELECT {', '.join(cols)} FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
+    con.execute("ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL")
+    con.commit()
+    con.close()
+    for fmt in ("text", "json", "markdown"):
+        p = wsperf("nsys", db, "--format", fmt)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-300:]
+    assert "pid ? dev" in wsperf("nsys", db).stdout
