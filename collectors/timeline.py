@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import hashlib
+import io
 import json
 import math
 import re
@@ -80,9 +81,14 @@ def _read(p: Path) -> bytes:
         raise InputError(f"{p}: is empty (0 bytes), not a trace")
     if data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.decompress(data)
+            # read no more than the cap out of it: a small file can expand to any size
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as z:
+                data = z.read(MAX_TRACE_BYTES + 1)
         except (OSError, EOFError) as e:
             raise InputError(f"{p}: is gzip-compressed but damaged ({e}); give the trace again") from None
+        if len(data) > MAX_TRACE_BYTES:
+            raise InputError(f"{p}: expands past {MAX_TRACE_BYTES:,} bytes when decompressed, more than a trace "
+                             "wsperf reads")
     return data
 
 

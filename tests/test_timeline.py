@@ -493,3 +493,24 @@ def test_a_hostile_wsperf_trace_header_is_one_error_line(tmp_path, key, value, n
     path = tmp_path / "hostile.wsperf-trace"
     path.write_bytes(text.encode() + data[nl:])
     assert_one_error_line(wsperf("timeline", path), 2, needle)
+
+
+def test_a_gzip_trace_that_expands_past_the_cap_is_refused(tmp_path, monkeypatch):
+    """A small .json.gz can expand to any size: it is read out no further than the trace cap
+    (1 GiB; 1 MiB here), then refused with one message, not decompressed whole into memory."""
+    import gzip
+
+    from wsperf.collectors import timeline as tl
+    from wsperf.collectors.errors import InputError
+
+    monkeypatch.setattr(tl, "MAX_TRACE_BYTES", 1 << 20)
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as f:
+        f.write(b'{"traceEvents":[' + b" " * (4 << 20) + b"]}")
+    assert bomb.stat().st_size < 64 << 10
+    with pytest.raises(InputError, match="expands past 1,048,576 bytes"):
+        tl._read(bomb)
+    ok = tmp_path / "ok.json.gz"
+    with gzip.open(ok, "wb") as f:
+        f.write(b'{"traceEvents":[]}')
+    assert tl._read(ok) == b'{"traceEvents":[]}'
