@@ -126,7 +126,7 @@ def _summary_table(s: LaunchSummary, ws: str) -> Table:
         t.add_row("kernel", plain(fold_name(s.demangled)))
     else:
         t.add_row("workload", plain(workload_text(s)))
-    t.add_row("report", plain(s.report))
+    t.add_row("report", plain(str(s.report).replace("\n", "\u23ce").replace("\t", " ")))  # one line, a newline shown
     t.add_row("device", plain(f"{s.device or 'unknown'} ({s.arch or '?'})"))
     if s.is_kernel:  # several kernels have no one launch shape
         t.add_row("grid / block / cluster", f"{dims(s.grid)} / {dims(s.block)} / {_cluster(s)}")

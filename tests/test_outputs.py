@@ -200,3 +200,16 @@ def test_cuda_gdb_13_names_its_version():
     text = (Path(__file__).resolve().parents[1] / "fixtures" / "tools" / "cuda-gdb-13.0.version.txt").read_text()
     assert text.startswith("exec: ") and tool_version("cuda-gdb", text) == "13.0"
     assert tool_version("cuda-gdb", text.splitlines()[0]) is None
+
+
+def test_a_newline_in_a_report_name_keeps_the_report_line_whole(tmp_path):
+    """A report named `a<newline>b.ncu-rep` split the summary's report line in two; the name
+    is now one line, the newline shown as a return sign."""
+    import shutil
+
+    name = tmp_path / "a\nb.ncu-rep"
+    shutil.copy(REPORTS / "gemm_ffma.ncu-rep", name)
+    p = run_cli("analyze", name)
+    assert p.returncode == 0, p.stderr
+    (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith("report ")]
+    assert line.rstrip().endswith("a\u23ceb.ncu-rep")
