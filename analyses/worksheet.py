@@ -818,15 +818,8 @@ def _rank_mask_arrivals(k: _Kernel, s) -> int | None:  # type: ignore[no-untyped
     ranks' masks hold it. The cluster is .reqnctapercluster's, else taken as a pair (said
     in the notes). None when a mask is not decided or the CTAs get different counts."""
     shape = k.e.cluster
-    size = shape[0] * shape[1] * shape[2] if shape else 2
-    masks = []
-    for r in range(size):
-        k.rank = r
-        try:
-            f = k.value(s.operands[1])
-            masks.append(f(0) if f else None)
-        finally:
-            k.rank = None
+    size, per_rank = k.per_rank(s.operands[1], [0])
+    masks = [m for (m,) in per_rank]
     if None in masks or any(m <= 0 or m >> size for m in masks):  # type: ignore[operator]
         return None
     per = {sum(1 for m in masks if m >> q & 1) for q in range(size)}  # type: ignore[operator]

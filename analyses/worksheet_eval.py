@@ -1015,15 +1015,21 @@ class _Kernel:
         v = f()
         return None if v is None else v & mask
 
+    def preds(self) -> list[list[int]]:
+        """For each block, the blocks with an edge to it."""
+        if getattr(self, "_preds", None) is None:
+            self._preds: list[list[int]] = [[] for _ in self.succ]
+            for b, ss in enumerate(self.succ):
+                for x in ss:
+                    self._preds[x].append(b)
+        return self._preds
+
     def dominators(self) -> list[set[int]]:
         """For each block, the blocks every path from the kernel's entry to it passes."""
         if getattr(self, "_dom", None) is not None:
             return self._dom
         nb = len(self.starts)
-        preds: list[list[int]] = [[] for _ in range(nb)]
-        for b, ss in enumerate(self.succ):
-            for x in ss:
-                preds[x].append(b)
+        preds = self.preds()
         everything = set(range(nb))
         dom = [everything.copy() for _ in range(nb)]
         dom[0] = {0}
@@ -1043,10 +1049,7 @@ class _Kernel:
         back edges (an edge to a block that dominates its source)."""
         if getattr(self, "_loops", None) is None:
             dom = self.dominators()
-            preds: list[list[int]] = [[] for _ in self.succ]
-            for b, ss in enumerate(self.succ):
-                for x in ss:
-                    preds[x].append(b)
+            preds = self.preds()
             bodies: dict[int, set[int]] = {}
             for x, ss in enumerate(self.succ):
                 for h in ss:
@@ -1150,6 +1153,21 @@ class _Kernel:
                 return local, got[0], got[1]  # type: ignore[return-value]
         return local, what, pairs
 
+    def per_rank(self, op: str, threads: list[int]) -> tuple[int, list[list[int | None]]]:
+        """(the cluster's size, for each rank of it the value of `op` in each of `threads`):
+        %cluster_ctarank read as that rank. The cluster is .reqnctapercluster's, else a pair."""
+        shape = self.e.cluster
+        size = shape[0] * shape[1] * shape[2] if shape else 2
+        out = []
+        for r in range(size):
+            self.rank = r
+            try:
+                f = self.value(op)
+                out.append([f(t) if f else None for t in threads])
+            finally:
+                self.rank = None
+        return size, out
+
     def _rank_targets(self, op: str, threads: frozenset | None) -> tuple[str, int] | None:
         """(the targets as text, how many times a receiving CTA gets what one CTA's threads
         send) of a mapa rank computed from %cluster_ctarank, per sending thread (CuTe's 2-CTA
@@ -1158,17 +1176,10 @@ class _Kernel:
         share from each). The rank each thread of each CTA names, read for every rank of
         the cluster (.reqnctapercluster's, else a pair); None when a target is not decided
         or the CTAs that receive get different counts."""
-        shape = self.e.cluster
-        size = shape[0] * shape[1] * shape[2] if shape else 2
         senders = sorted(threads) if threads else [0]
-        targets = []
-        for r in range(size):
-            self.rank = r
-            try:
-                f = self.value(op)
-                targets += [f(t) if f else None for t in senders]
-            finally:
-                self.rank = None
+        size, per_rank = self.per_rank(op, senders)
+        targets = [x for r in per_rank for x in r]
+        shape = self.e.cluster
         if None in targets or any(not 0 <= t < size for t in targets):  # type: ignore[operator]
             return None
         got = {targets.count(q) for q in set(targets)}

@@ -130,10 +130,7 @@ def _flag_init_in_role(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrier, .
     first init, and the notes say the later ones were not."""
     cta_blocks = {k.block_of[i] for i, s in enumerate(stmts) if _is_cta_barrier(s, k, i) and _everyone(k, i)}
     cta_blocks |= _cluster_waits(k, stmts)
-    preds: list[list[int]] = [[] for _ in k.succ]
-    for b, ss in enumerate(k.succ):
-        for x in ss:
-            preds[x].append(b)
+    preds = k.preds()
     all_w = frozenset(range((k.n + 31) // 32)) if k.n else None
     inits = [i for i, s in enumerate(stmts) if s.opcode.startswith("mbarrier.init")]
     waits = [j for j, w in enumerate(stmts) if w.opcode.startswith(_WAIT)]
@@ -1167,10 +1164,7 @@ def _flag_tmem_freed_early(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrie
     uses = [i for i, s in enumerate(stmts) if _TMEM_USE.match(s.opcode)]
     if not uses:
         return []
-    preds: list[list[int]] = [[] for _ in k.succ]
-    for b, ss in enumerate(k.succ):
-        for x in ss:
-            preds[x].append(b)
+    preds = k.preds()
     reach_memo: dict[int, set[int]] = {}
 
     def reach(b: int) -> set[int]:
