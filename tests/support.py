@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import shutil
 import subprocess
@@ -70,3 +71,23 @@ def time_limit(seconds: int, message: str):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+def warps_of(spec: str) -> set[int]:
+    """The warps a sheet's `warps 0-3, 8` names."""
+    out: set[int] = set()
+    for part in spec.replace(" ", "").split(","):
+        lo, _, hi = part.partition("-")
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def warp_roles(k) -> dict[int, set[str]]:
+    """warp -> the role names a worksheet gives it (from items like 'epilogue (warps 4-7): ...')."""
+    out: dict[int, set[str]] = {}
+    for r in k.roles:
+        m = re.match(r"([a-z][a-z+\- ]*?) \(warps? ([\d,\- ]+)\)", r.text)
+        if m:
+            for w in warps_of(m.group(2)):
+                out.setdefault(w, set()).add(m.group(1))
+    return out

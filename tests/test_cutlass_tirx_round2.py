@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from support import ROOT
+from support import ROOT, warp_roles as _warp_roles
 from wsperf.analyses.correctness import Basis
 from wsperf.analyses.worksheet import worksheet
 
@@ -54,23 +54,6 @@ def _evidence(k):
     return [f for f in k.flags if f.basis is Basis.EVIDENCE]
 
 
-def _warps(spec: str) -> set[int]:
-    out: set[int] = set()
-    for part in spec.replace(" ", "").split(","):
-        lo, _, hi = part.partition("-")
-        out |= set(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
-def _warp_roles(k) -> dict[int, set[str]]:
-    """warp -> the role names the sheet gives it (from items like 'epilogue (warps 4-7): ...')."""
-    out: dict[int, set[str]] = {}
-    for r in k.roles:
-        m = re.match(r"([a-z][a-z+\- ]*?) \(warps? ([\d,\- ]+)\)", r.text)
-        if m:
-            for w in _warps(m.group(2)):
-                out.setdefault(w, set()).add(m.group(1))
-    return out
 
 
 def _assert_roles(k, truth: dict[int, str]):
