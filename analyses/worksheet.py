@@ -367,7 +367,9 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     takes several values (`full[s]` in a ring) may address each of them, so those
     barriers form one group; an address with an index the PTX does not decide groups all
     of its symbol's barriers (`decided` False). Groups of one symbol that look alike
-    (same counts, same arrivers and waiters) are shown as one."""
+    (same counts, same arrivers and waiters, arrived on in the same loops) are shown as
+    one: two rings of one design in two regions (CuTe's fullA and emptyB, both warp 0 to
+    warps 1-2) stay apart, so each has its own first wait."""
     stmts = k.stmts
     resolved: list[tuple[str, int, str, str | None, frozenset | None, tuple | None]] = []
     inits: dict[str, set[int]] = {}  # the offsets of every init whose address is decided
@@ -507,7 +509,8 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         sig = (g["sym"] if g["sym"] is not None else id(g), tuple(sorted({str(c) for _, c in g["inits"]})),
                frozenset((a.kind, a.site.role, a.site.threads, a.arrivals, a.tx_bytes) for a in g["arr"]),
                frozenset((w.site.role, w.site.threads) for w in g["wait"]), g.get("life"),
-               frozenset(_copy_source(k, a) for a in g["arr"] if a.kind == "complete_tx"))
+               frozenset(_copy_source(k, a) for a in g["arr"] if a.kind == "complete_tx"),
+               frozenset(a.loop for a in g["arr"]))
         m = merged.get(sig)
         if m is None:
             merged[sig] = g

@@ -395,16 +395,47 @@ class _Kernel:
         if form is None:
             return None
         sym, coeffs, const = form
-        leaves = [(r, c) for r, c in coeffs.items() if c]
-        values = [frozenset({const})]
+        values = self._spread(const, [(r, c) for r, c in coeffs.items() if c])
+        return None if values is None else (sym, values)
+
+    def _spread(self, const: int, leaves: list[tuple[str, int]]) -> frozenset | None:
+        """const + sum(c * leaf) over every value `vals` gives each leaf (a few plain
+        integers each); None when a leaf has no such values or the set passes 4 x _MAX_VALUES."""
+        values = frozenset({const})
         for r, c in leaves:
             v = self.vals(r)
             if v is None or v[0] is not None or v[1] is None or len(v[1]) > _MAX_VALUES:
                 return None
-            values = [frozenset(x + c * y for x in values[0] for y in v[1])]
-            if len(values[0]) > 4 * _MAX_VALUES:
+            values = frozenset(x + c * y for x in values for y in v[1])
+            if len(values) > 4 * _MAX_VALUES:
                 return None
-        return sym, values[0]
+        return values
+
+    def thread_vals(self, op: str, threads: frozenset) -> Val:
+        """(symbol, values) of an address that threads `threads` compute: read as a linear
+        form (`linear_vals`) whose leaves are either the same for every thread (a ring index
+        `s` with a few values) or a value of %tid.x (`value`: `warp << 7 | lane << 2`),
+        evaluated per thread. A consumer's `ld.shared [smem + (s << 8 | lane << 2) + 8784]`
+        and a producer's `st.shared [smem + (warp - 1) * 128 + lane * 4 + (s << 8) + 8784]`
+        are compared so. None when a leaf is neither, or the set grows past 4 x _MAX_VALUES."""
+        form = self._linear(op.strip().strip("[]").strip(), 0)
+        if form is None or not threads:
+            return None
+        sym, coeffs, const = form
+        per_thread: list[tuple[Fn, int]] = []
+        rest: list[tuple[str, int]] = []
+        for r, c in coeffs.items():
+            f = self.value(r) if c else None
+            if f is not None and all(isinstance(f(t), int) for t in threads):
+                per_thread.append((f, c))
+            elif c:
+                rest.append((r, c))
+        uniform = self._spread(const, rest)
+        if uniform is None:
+            return None
+        own = {sum(c * f(t) for f, c in per_thread) for t in threads}  # type: ignore[misc]
+        out = frozenset(x + y for x in uniform for y in own)
+        return None if len(out) > 4 * _MAX_VALUES else (sym, out)
 
     def _linear(self, op: str, depth: int) -> tuple[str | None, dict[str, int], int] | None:
         """(symbol, {leaf register: coefficient}, constant) of `op` (linear_vals)."""

@@ -827,9 +827,22 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
         kinds = {a.kind.removeprefix("remote ") for a in b.arrivers}
         smem = any(kd in ("complete_tx", "cp.async.mbarrier.arrive") for kd in kinds)
         tmem = "tcgen05.commit" in kinds
-        if not smem and not tmem:
-            continue
         p = k.threads(i)
+        # a stage its arrivers store with st.shared before they arrive (PipelineAsync): read
+        # there only where the addresses read and stored are decided and meet
+        stored = _stage_stores(k, b) if not smem and not tmem and p is not None else None
+        if not smem and not tmem and not stored:
+            continue
+
+        def reads(x: int) -> bool:
+            o = stmts[x].opcode
+            if smem and _READS_SMEM.match(o) or tmem and _READS_TMEM.match(o):
+                return True
+            if not stored or not o.startswith(("ld.shared", "ldmatrix")) or not stmts[x].operands:
+                return False
+            v = k.thread_vals(stmts[x].operands[-1], k.threads(x) & p)  # type: ignore[operator]
+            return v is not None and v[1] is not None and any(
+                sym == v[0] and offs & v[1] for sym, offs in stored)
         # the waiting thread's code up to its next wait (on any barrier)
         seen: set[int] = set()
         todo = [(i + 1, k.block_of[i])]
@@ -845,7 +858,7 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
                 q = k.threads(x)
                 if q is not None and p is not None and not (q & p):
                     continue
-                if (smem and _READS_SMEM.match(o)) or (tmem and _READS_TMEM.match(o)):
+                if reads(x):
                     read = x
                     break
             if stop or read is not None:
@@ -859,7 +872,8 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
         done.add(bn)
         r = stmts[read]
         what = "the stage its copies fill" if smem and _READS_SMEM.match(r.opcode) else \
-            "the accumulator its tcgen05.commit publishes"
+            "the accumulator its tcgen05.commit publishes" if tmem and _READS_TMEM.match(r.opcode) else \
+            "shared memory its arrivers store before they arrive (the addresses meet)"
         feeders = sorted({f"{a.kind} by {a.site.role} at line {a.site.line}" for a in b.arrivers})[:3]
         out.append(Flag(10, FLAG_NAMES[10], f"{w.site.role} waits on {b.name} for parity 1 on its first trip "
                         f"(line {w.site.line}, parity {w.parity}): a fresh barrier is in phase 0, so the wait "
@@ -868,6 +882,36 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
                         "The role that consumes a barrier's phase waits for parity 0 first (phase starts at 0); "
                         "only the role that fills a stage first waits with phase ^ 1",
                         Basis.EVIDENCE if k.threads(read) is not None else Basis.ASSUMPTION, w.site.line))
+    return out
+
+
+def _stage_stores(k: _Kernel, b: Barrier) -> list[tuple[str | None, frozenset]]:
+    """(symbol, addresses) of what the plain arrivers of `b` store to shared memory before
+    they arrive: each arrive's own threads, back from it to their wait before it (or the
+    start of the arrive's loop), st.shared only. Empty when a store's addresses are not
+    decided (`_Kernel.thread_vals`): then nothing is claimed."""
+    out: list[tuple[str | None, frozenset]] = []
+    for a in b.arrivers:
+        if a.kind != "arrive":
+            continue
+        i = k.stmt_of(a.site)
+        p = k.threads(i) if i is not None else None
+        if i is None or p is None:
+            continue
+        for x in range(i - 1, -1, -1):
+            s = k.stmts[x]
+            if a.loop and s.line < a.loop:
+                break
+            q = k.threads(x)
+            if q is not None and not (q & p):
+                continue
+            if s.opcode.startswith(_WAIT):
+                break
+            if s.opcode.startswith("st.shared") and s.operands:
+                v = k.thread_vals(s.operands[0], (q or p) & p)
+                if v is None or v[1] is None:
+                    return []
+                out.append(v)
     return out
 
 

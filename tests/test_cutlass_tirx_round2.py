@@ -135,13 +135,24 @@ def test_tirx_dualacc_mma_waits_full_with_parity_1():
     _assert_roles(k, _DUALACC)
 
 
+def test_cutlass_pingpong_epilogue_wait_with_parity_1_reads_unstored_output():
+    """Warp 1's first consumer_wait on full2[i] asks for parity 1: it passes on the fresh
+    barrier and reads out[] (ld.shared) where the math warpgroups st.shared it before their
+    arrive. The addresses read and stored are decided per thread and meet: flag 10."""
+    k = _sheet("cutlass_pingpong_async_epiphase")
+    (f,) = _evidence(k)
+    assert f.code == 10, k.flags
+    assert "warp 1" in f.text and "parity 1" in f.text and "ld.shared" in f.text, f.text
+    assert "store before they arrive" in f.text, f.text
+    _assert_roles(k, _PINGPONG)
+
+
 # --- planted bugs the sheet leaves open (no evidence flag; what it left is `not checked`) ---
 
-# The first wait of warp 1 on full2 runs with a phase the PTX does not fix, the multicast's
-# arrivals go through mapa to a CTA the PTX does not decide, and TIRx addresses done[0..1]
-# through the warp index: each leaves the planted mistake outside what the sheet can decide.
-OPEN = [("cutlass_pingpong_async_epiphase", _PINGPONG, "first-trip parity"),
-        ("cutlass_cluster_mc_tx", _CLUSTER_MC, "mapa"),
+# The multicast's arrivals go through mapa to a CTA the PTX does not decide, and TIRx addresses
+# done[0..1] through the warp index: each leaves the planted mistake outside what the sheet can
+# decide.
+OPEN = [("cutlass_cluster_mc_tx", _CLUSTER_MC, "mapa"),
         ("tirx_dualacc_done_count", _DUALACC, "not tell apart")]
 
 

@@ -120,7 +120,7 @@ def test_tmem_freed_early_silent_on_correct(name):
 # ---- every committed PTX: flags 10 and 11 fire on the planted kernels only ----
 
 PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "gluon_rings23_bphase.ptx",
-                "tirx_dualacc_mma_parity.ptx"},
+                "tirx_dualacc_mma_parity.ptx", "cute_tworegions_phase.ptx", "cutlass_pingpong_async_epiphase.ptx"},
            11: {"tirx_pgemm_early_dealloc.ptx"}}
 
 
