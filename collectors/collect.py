@@ -140,6 +140,9 @@ BarrierSites = Callable[[Path], list[tuple[str, int]]]
 # The hang capture reads each barrier's word in at most this many of the resident blocks.
 MAX_READ_BLOCKS = 4
 MAX_READS = 256
+# ... and the registers of each warp's wait (its barrier's address and the parity it asks
+# for) in at most this many blocks
+MAX_WAIT_BLOCKS = 2
 
 
 @dataclass(frozen=True)
@@ -648,30 +651,43 @@ def _capture_hang(st: _State, pid: int, cudagdb: str | None) -> dict[str, str]:
                 cmds.append("info cuda warps")
             cmds += ["info cuda lanes", "x/2i $pc", "info line *$pc", "bt"]
     _gdb(st, cudagdb, pid, cmds, "hang/cudagdb", capture=st.root / "hang/cudagdb.txt")
-    _read_barriers(st, cudagdb, pid, blocks)
+    _read_barriers(st, cudagdb, pid, blocks, threads, (bx, by))
     return {"capture": "hang/cudagdb.txt"}
 
 
-def _read_barriers(st: _State, cudagdb: str, pid: int, blocks: list[tuple[int, int, int]]) -> None:
+def _read_barriers(st: _State, cudagdb: str, pid: int, blocks: list[tuple[int, int, int]], threads: int = 0,
+                   dims: tuple[int, int] = (1, 1)) -> None:
     """hang/mbarriers.txt: each mbarrier's 64-bit word in a few of the hung blocks, read
     with cuda-gdb while the process is still attached-to (collectors/mbarrier.py decodes
-    them); the addresses come from the generated code (`barrier_sites`)."""
+    them); the addresses come from the generated code (`barrier_sites`). Then, in the same
+    session, each warp of the first blocks: the instructions before its PC (the try-wait
+    it spins on) and its registers, which hold the barrier's address and the parity the
+    wait asks for (`mbarrier.parse_waits`)."""
     try:
         sites = st.barrier_sites(st.root) if st.barrier_sites is not None else []
     except WsperfError as e:
         st.warnings.append(f"the hung kernel's barrier addresses could not be read: {e}")
+        sites = []
+    if not blocks:
         return
-    if not sites or not blocks:
-        return
-    from wsperf.collectors.mbarrier import read_commands
+    from wsperf.collectors.mbarrier import read_commands, wait_commands
 
     cmds: list[str] = []
-    for blk in blocks[:MAX_READ_BLOCKS]:
+    for blk in blocks[:MAX_READ_BLOCKS] if sites else []:
         cmds.append(f"cuda block ({blk[0]},{blk[1]},{blk[2]}) thread (0,0,0)")
         for label, addr in sites[:MAX_READS]:
             cmds += read_commands(label, blk, addr)
+    bx, by = dims
+    for blk in blocks[:MAX_WAIT_BLOCKS]:
+        for w in range(min((threads + 31) // 32, MAX_WARPS)):
+            t = w * 32
+            cmds.append(f"cuda block ({blk[0]},{blk[1]},{blk[2]}) thread ({t % bx},{(t // bx) % by},{t // (bx * by)})")
+            cmds += wait_commands(blk, w)
+    if not cmds:
+        return
     st.progress(f"hang: reading {min(len(sites), MAX_READS)} mbarrier word(s) in "
-                f"{min(len(blocks), MAX_READ_BLOCKS)} block(s)")
+                f"{min(len(blocks), MAX_READ_BLOCKS) if sites else 0} block(s), and the registers of each warp's "
+                f"wait in {min(len(blocks), MAX_WAIT_BLOCKS)}")
     argv = [cudagdb, "-p", str(pid), *_GDB_PRELUDE]
     for c in cmds:
         argv += ["-ex", c]

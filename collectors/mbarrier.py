@@ -114,3 +114,89 @@ def parse_reads(text: str) -> list[BarrierRead]:
     if cur is not None:
         out.append(BarrierRead(cur[0], cur[1], cur[2], None))
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# the waits themselves: which barrier each hung warp spins on, with which parity
+
+# a try-wait (or test-wait) on an mbarrier's phase: `SYNCS.PHASECHK.TRANS64.TRYWAIT P1,
+# [R35+URZ+0xc040], R4`: the predicate it sets, the address, the parity operand
+_PHASECHK = re.compile(r"SYNCS\.PHASECHK\.TRANS64(?:\.TRYWAIT)?\s+U?P\w+\s*,\s*\[(?P<addr>[^\]]+)\]\s*,\s*"
+                       r"(?P<parity>U?R\d+|U?RZ|0x[0-9a-fA-F]+|\d+)")
+_WAIT_MARK = re.compile(r"^==== wait block \((\d+),(\d+),(\d+)\) warp (\d+)\s*$")
+_INSN = re.compile(r"^(=>)?\s*0x([0-9a-fA-F]+)\s*<[^>]*\+(\d+)>:\s*(.*?)\s*$")
+_REG = re.compile(r"^(U?R\d+|U?RZ|U?P\d+|PC)\s+(0x[0-9a-fA-F]+)\b")
+
+
+@dataclass(frozen=True)
+class LiveWait:
+    """One hung warp's wait as its registers hold it during the hang."""
+
+    block: tuple[int, int, int]
+    warp: int
+    offset: int | None  # the try-wait's offset in its function (None: no try-wait before the PC)
+    instruction: str | None
+    address: int | None  # the barrier's shared-window address (None: a register it needs was not read)
+    parity: int | None  # the parity the wait asks for (bit 0 of its operand)
+
+
+def wait_commands(block: tuple[int, int, int], warp: int) -> list[str]:
+    """The cuda-gdb commands that read one warp's wait (its thread is in focus already):
+    the three instructions up to its PC (a spin loop's branch sits right after the
+    try-wait; every SASS instruction is 16 bytes) and its registers."""
+    return [f"echo ==== wait block ({block[0]},{block[1]},{block[2]}) warp {warp}\\n", "x/3i $pc-32",
+            "info registers"]
+
+
+def _operand(term: str, regs: dict[str, int]) -> int | None:
+    term = term.strip()
+    if term in ("RZ", "URZ"):
+        return 0
+    if re.fullmatch(r"-?0x[0-9a-fA-F]+|-?\d+", term):
+        return int(term, 0)
+    return regs.get(term)
+
+
+def parse_waits(text: str) -> list[LiveWait]:
+    """The waits a capture of `wait_commands` holds: for each warp whose instructions up to
+    its PC include an mbarrier phase check, the address its operands compute and the parity
+    it asks for, from the registers cuda-gdb printed (32-bit registers; an address of a
+    register not printed is None)."""
+    out: list[LiveWait] = []
+    cur: tuple[tuple[int, int, int], int] | None = None
+    insns: list[tuple[int, str, bool]] = []
+    regs: dict[str, int] = {}
+
+    def close() -> None:
+        if cur is None:
+            return
+        at = [i for i, (_, _, here) in enumerate(insns) if here]
+        upto = insns[: at[0] + 1] if at else insns
+        chk = [(off, ins) for off, ins, _ in upto if _PHASECHK.search(ins)]
+        if not chk:
+            out.append(LiveWait(cur[0], cur[1], None, None, None, None))
+            return
+        off, ins = chk[-1]
+        m = _PHASECHK.search(ins)
+        assert m is not None
+        parts = [_operand(t, regs) for t in re.split(r"\+", m["addr"].replace("-", "+-")) if t.strip()]
+        addr = sum(p for p in parts if p is not None) & 0xFFFFFFFF if None not in parts else None
+        par = _operand(m["parity"], regs)
+        out.append(LiveWait(cur[0], cur[1], off, ins, addr, par & 1 if par is not None else None))
+
+    for line in text.splitlines():
+        s = line.strip()
+        m = _WAIT_MARK.match(s)
+        if m:
+            close()
+            cur = ((int(m.group(1)), int(m.group(2)), int(m.group(3))), int(m.group(4)))
+            insns, regs = [], {}
+            continue
+        if cur is None:
+            continue
+        if (i := _INSN.match(s)) is not None:
+            insns.append((int(i.group(3)), i.group(4), bool(i.group(1))))
+        elif (r := _REG.match(s)) is not None:
+            regs[r.group(1)] = int(r.group(2), 16)
+    close()
+    return out
