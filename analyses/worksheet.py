@@ -681,10 +681,13 @@ def _loop_invariant(k: _Kernel, i: int, op: str) -> bool:
 
 
 def _per_trip(k: _Kernel, groups: dict[tuple, dict], loop_arrives: list) -> None:
-    """An arrive that its loop repeats on one barrier whose waiters wait outside that loop
-    (a Gluon MMA warp's commit to the accumulator's barrier left inside its K loop) gives a
-    phase one arrival per trip: the Arrive is marked with the loop (`per_trip`), so the
-    count is taken as the trips' and flag 2 says so."""
+    """An arrive that its loop repeats on one barrier whose waiters wait outside that loop,
+    in fewer loops than it (a Gluon MMA warp's commit to the accumulator's barrier left
+    inside its K loop, the epilogue waiting once a tile) gives a phase one arrival per
+    trip: the Arrive is marked with the loop (`per_trip`), so the count is taken as the
+    trips' and flag 2 says so. Waiters as deep in loops as the arrive (a ring unrolled by
+    its stage count: the MMA commits to empty[0], [1], [2] once a trip, and the loader
+    waits on each once a trip of its own loop) meet it trip for trip."""
     for g in groups.values():
         for j, a in enumerate(g["arr"]):
             hit = next(((i, op) for i, op, x in loop_arrives if x is a), None)
@@ -692,7 +695,9 @@ def _per_trip(k: _Kernel, groups: dict[tuple, dict], loop_arrives: list) -> None
                 continue
             body = k.loop_blocks(hit[0])
             waits = [x for w in g["wait"] if (x := k.stmt_of(w.site)) is not None]
-            if waits and not any(k.block_of[x] in body for x in waits):
+            depth = k.loop_depth(hit[0])
+            if waits and not any(k.block_of[x] in body for x in waits) and all(k.loop_depth(x) < depth
+                                                                             for x in waits):
                 trips = k.trip_count(hit[0])
                 if trips is not None:  # a loop the PTX counts: its arrivals, all of them, every phase
                     g["arr"][j] = dataclasses.replace(a, arrivals=a.arrivals * trips)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from wsperf.analyses.correctness import Basis, Item
-from wsperf.analyses.worksheet_model import _MAX_VALUES, Fn, Val, _local
+from wsperf.analyses.worksheet_model import _MAX_VALUES, _WAIT, Fn, Val, _local
 from wsperf.collectors.ptx import Entry, Stmt
 
 
@@ -536,11 +536,29 @@ class _Kernel:
         finally:
             self._busy = busy
 
+    def _local_def(self, reg: str, s: Stmt) -> Stmt | None:
+        """The definition of `reg` that statement s reads when `reg` is written several
+        times and the last write before s lies in s's own block (unguarded); else None."""
+        ds = self.defs.get(reg)
+        if not ds or len(ds) < 2 or id(s) not in self.index:
+            return None
+        j = self.index[id(s)]
+        b = self.block_of[j]
+        here = [d for d in ds if self.block_of[self.index[id(d)]] == b and self.index[id(d)] < j]
+        if not here:
+            return None
+        d = max(here, key=lambda d: self.index[id(d)])
+        return None if d.guard else d
+
     def _val_def(self, s: Stmt, depth: int) -> Val:
         base = s.opcode.split(".")[0]
         ops = s.operands[1:]
         if base in ("mov", "cvt", "cvta") and len(ops) == 1:
-            return self.vals(ops[0], depth)
+            # a copy of a register a loop writes again, taken before the loop right after its
+            # start value (`mov %r741, 0; mov %r744, %r741`, then `add %r741, %r741, 1` in the
+            # loop): the value it copies is that start
+            here = self._local_def(ops[0].strip(), s)
+            return self._val_def(here, depth + 1) if here is not None and depth < 32 else self.vals(ops[0], depth)
         if base == "shfl" and ".idx" in s.opcode and ops:
             # one lane's value broadcast to its warp: CuTe makes the shared base warp-uniform
             # this way (`shfl.sync.idx.b32 %r1, %r9, 0, 31, -1` of `mov %r9, smem`). A
@@ -791,9 +809,27 @@ class _Kernel:
             steps: set[int] = set()
             updates: list[int] = []
             spans: list[int | None] = []
-            base = self._ring_base(op, 0, frozenset(), steps, updates, spans)
+            wraps: list[int] = []
+            base = self._ring_base(op, 0, frozenset(), steps, updates, spans, wraps)
+            if wraps and base is not None:
+                # a pointer stepped each trip and wrapped by `- (i / STAGES) * RING` reaches
+                # RING - 8 bytes past its start at most (the last barrier of the ring)
+                spans = [s for s in spans if s is not None] + [min(wraps) - 8]
             memo[op] = (base, tuple(steps), tuple(updates), tuple(spans))
         return memo[op]
+
+    def _scale(self, op: str) -> int | None:
+        """c when register `op` is an index times the constant c (`shl x, 4` is 16, `mul x,
+        48`): the bytes a wrap subtracts per turn of the ring."""
+        ds = self.defs.get(op.strip())
+        if not ds or len(ds) != 1:
+            return None
+        base, ops = ds[0].opcode.split(".")[0], ds[0].operands[1:]
+        if len(ops) != 2 or not re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", ops[1].strip()):
+            return None
+        c = int(ops[1].strip(), 0)
+        return (1 << c if c < 32 else None) if base == "shl" else c if base == "mul" and ".hi" not in ds[0].opcode \
+            and ".wide" not in ds[0].opcode else None
 
     def index_max(self, op: str, depth: int = 0) -> int | None:
         """An upper bound on a non-negative index register computed from a loop counter:
@@ -873,13 +909,14 @@ class _Kernel:
         return True
 
     def _ring_base(self, op: str, depth: int, busy: frozenset, steps: set[int],
-                   updates: list[int] | None = None, spans: list[int | None] | None = None) -> tuple[str, int] | None:
+                   updates: list[int] | None = None, spans: list[int | None] | None = None,
+                   wraps: list[int] | None = None) -> tuple[str, int] | None:
         op = op.strip()
         if op.startswith("[") and op.endswith("]"):
             op = op[1:-1].strip()
         m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
         if m:
-            r = self._ring_base(m.group(1), depth + 1, busy, steps, updates, spans)
+            r = self._ring_base(m.group(1), depth + 1, busy, steps, updates, spans, wraps)
             return None if r is None else (r[0], r[1] + int(m.group(2)))
         if op not in self.defs:
             v = self.vals(op)
@@ -908,23 +945,27 @@ class _Kernel:
                     # by a stage): the source's steps are not this pointer's
                     r = self._ring_base(ops[0], depth + 1, busy | {op}, set(), None, None)
                 else:
-                    r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates, spans)
+                    r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates, spans, wraps)
             elif base == "add" and len(ops) == 2 and len(consts) == 1:
                 other = ops[0] if ops[1] in consts else ops[1]
-                r = self._ring_base(other, depth + 1, busy | {op}, steps, updates, spans)
+                r = self._ring_base(other, depth + 1, busy | {op}, steps, updates, spans, wraps)
                 r = None if r is None else (r[0], r[1] + int(consts[0], 0))
             elif base == "add" and len(ops) == 2 and not consts:
-                rs = [self._ring_base(x, depth + 1, busy | {op}, steps, updates, spans) for x in ops]
+                rs = [self._ring_base(x, depth + 1, busy | {op}, steps, updates, spans, wraps) for x in ops]
                 if (rs[0] is None) != (rs[1] is None):  # a base plus an index computed in the loop
                     index = ops[1] if rs[1] is None else ops[0]
                     r = (rs[0] or rs[1]) if self._computed(index) else None
                     if r is not None and spans is not None:
                         spans.append(self.index_max(index))
             elif base == "mad" and len(ops) == 3 and len(consts) == 1 and ops[1] in consts:
-                r = self._ring_base(ops[2], depth + 1, busy | {op}, steps, updates, spans)  # the wrap: minus i/STAGES * ring
+                r = self._ring_base(ops[2], depth + 1, busy | {op}, steps, updates, spans, wraps)  # the wrap: minus i/STAGES * ring
+                if wraps is not None and int(consts[0], 0) < 0:
+                    wraps.append(-int(consts[0], 0))
             elif base == "sub" and len(ops) == 2 and not consts and self._computed(ops[1]):
                 # the wrap written as p - (i / STAGES) * ring (Gluon's ring of two: `shl` of i / 2 by 4)
-                r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates, spans)
+                r = self._ring_base(ops[0], depth + 1, busy | {op}, steps, updates, spans, wraps)
+                if wraps is not None and (w := self._scale(ops[1])) is not None:
+                    wraps.append(w)
             if r is None:
                 return None
             found.add(r)
@@ -1154,6 +1195,18 @@ class _Kernel:
         if parts[1] in ("lt", "gt") and (n - start) * step > 0:
             return -(-(n - start) // step)
         return None
+
+    def loop_depth(self, i: int) -> int:
+        """How many loops hold statement i (0: none; a K loop inside a tile loop: 2), a
+        wait's own spin loop (`LAB_WAIT: try_wait p; @p bra DONE; bra LAB_WAIT`) not counted."""
+        self.loop_line(i)
+        b = self.block_of[i]
+
+        def spin(body: set[int]) -> bool:
+            ops = [self.stmts[x].opcode for x in range(len(self.stmts)) if self.block_of[x] in body]
+            return any(o.startswith(_WAIT) for o in ops) and all(
+                o.startswith(_WAIT) or o.split(".")[0] in ("bra", "nanosleep", "setp", "selp", "mov") for o in ops)
+        return sum(1 for body in self.loop_bodies.values() if b in body and not spin(body))
 
     def loop_blocks(self, i: int) -> set[int]:
         """The blocks of the innermost loop holding statement i (empty: none)."""

@@ -213,7 +213,7 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     partial_elect = not all(k.elect.values())
     # an arrive whose address does not resolve may land on any barrier: too few arrivals
     # is then what the sheet could see, not what the barrier gets
-    stray = [a for b in barriers if not b.inits and b.name.startswith("%") for a in b.arrivers if a.arrivals]
+    stray = [a for b in barriers if not b.inits and not b.slots for a in b.arrivers if a.arrivals]
     for b in barriers:
         counts = {c for _, c in b.inits}
         if b.inits and not b.arrivers and b.waiters and b.decided and None not in counts:
