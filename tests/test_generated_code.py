@@ -46,7 +46,12 @@ CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx"
            "cute_bulkloop.ptx", "cute_multiarrive.ptx", "cute_multiarrive3.ptx", "gluon_rings23.ptx",
            "gluon_rings23_nopeel.ptx", "gluon_loadmma.ptx", "gluon_epi8.ptx", "gluon_h_prod4.ptx",
            "tws2_ns1_sm100.ptx", "cutlass_pingpong_async.ptx", "cutlass_persistent_async.ptx",
-           "cutlass_cluster_mc.ptx", "tirx_dualacc.ptx"]
+           "cutlass_cluster_mc.ptx", "tirx_dualacc.ptx", "gluon_zp5.ptx", "gluon_zp3.ptx", "gluon_zp7_bk32.ptx",
+           "gluon_zp5_tf32.ptx", "gluon_zp5_w4.ptx", "gluon_unroll3.ptx", "gluon_h_lag6.ptx",
+           "tws3_grouped_s3_sm100.ptx", "tws3_grouped_fp8_s6_sm100.ptx", "tws3_tri_s5_sm100.ptx",
+           "cute_multicons.ptx", "cute_multicons_scale.ptx", "cute_wgpersist.ptx", "cute_wgpersist_amax.ptx",
+           "cute_wgpersist_amaxtail.ptx", "cute_grouped.ptx", "cute_grouped_peek.ptx", "cute_unroll7.ptx",
+           "cute_transform.ptx"]
 
 # Planted bugs in newer shapes (fixtures/src/cute/cute_tcgen05_gemm.py, fixtures/src/cute/cute_pipe_*.py,
 # fixtures/src/tirx/tirx_ws_gemm_cluster.py, fixtures/src/triton_tma/sweep_ws.py): each raises exactly its flag.
