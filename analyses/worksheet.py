@@ -3,7 +3,7 @@
 Per kernel (`.entry`): roles (branches on %tid.x-derived warp/warpgroup/lane conditions
 and elect.sync, named by what they contain), storage (.shared buffers, tensor memory),
 handoffs (every mbarrier: init count, who arrives, who waits, fences) and lifetimes, and
-the known mistakes visible statically (`Flag`, codes 1-11, `FLAG_NAMES`). Items reuse the correctness
+the known mistakes visible statically (`Flag`, codes 1-12, `FLAG_NAMES`). Items reuse the correctness
 worksheet's `Item` / `Basis`: `evidence` is read from the PTX, `assumption` is inferred.
 
 How populations are derived: each register defined once from %tid.x by mov / shr / shl /
@@ -42,7 +42,7 @@ from wsperf.analyses.sql import check_kernel_regex, matching
 from wsperf.analyses.worksheet_eval import _dest, _Kernel, _warps
 from wsperf.analyses.worksheet_flags import (_flag_cluster_init, _flag_counts, _flag_cta_barrier,
                                              _flag_init_in_role, _flag_phase_order, _flag_proxy_fence,
-                                             _flag_tmem_freed_early, _flag_tx_bytes)
+                                             _flag_parity_never_flips, _flag_tmem_freed_early, _flag_tx_bytes)
 from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Arrive, Barrier, Flag, KernelSheet,
                                              Site, Wait, Worksheet, _fmt, _local)
 from wsperf.collectors.errors import InputError
@@ -282,6 +282,8 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         o, a = s.opcode, s.operands
         if o.startswith("mbarrier.init") and a:
             ops.append(("init", i, a[0]))
+        elif o.startswith("mbarrier.expect_tx") and a:
+            ops.append(("arrive", i, a[0]))  # [addr], txCount
         elif o.startswith(_ARRIVE) and len(a) > 1:
             ops.append(("arrive", i, a[1]))
         elif o.startswith("cp.async.bulk") and "mbarrier::complete_tx" in o and len(a) > 2:
@@ -329,6 +331,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
     flags += _flag_tx_bytes(k, barriers, boxes)
     flags += _flag_cluster_init(k, stmts, barriers)
     flags += _flag_tmem_freed_early(k, stmts, barriers)
+    flags += _flag_parity_never_flips(k, barriers)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
                        tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines(),
                        _unchecked(k, barriers))
@@ -392,7 +395,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     self_rank: list[int] = []  # lines of a mapa to the CTA's own rank: its own barrier
     shape = k.e.cluster
     for kind, i, op in ops:
-        peer = k.peer_address(op, k.threads(i)) if kind != "init" else None
+        peer = k.peer_address(op, k.threads(i), i) if kind != "init" else None
         if peer is not None and peer[1] == "rank":
             # `mapa` to %cluster_ctarank itself is this CTA's own barrier, whatever the cluster
             # (CUTLASS's PipelineAsync: dst_blockid defaults to block_rank_in_cluster())
@@ -497,8 +500,9 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             if peer is not None:
                 # what this CTA's role sends a peer is, CTAs paired by rank ^ C, what each
                 # CTA's barrier gets from its peer's same role
-                a = Arrive(a.site, f"remote {a.kind}", a.arrivals * int(peer[2]) if peer[2] and a.arrivals is not None
-                           else None, a.tx_bytes, a.loop)
+                got = a.arrivals * peer[2] if peer[2] and a.arrivals is not None else None
+                a = Arrive(a.site, f"remote {a.kind}", int(got) if got is not None and got == int(got) else None,
+                           a.tx_bytes, a.loop)
             g["arr"].append(a)
     _split_lifetimes(k, groups)
     _per_trip(k, groups, loop_arrives)
@@ -597,6 +601,8 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
         return Arrive(st, "tcgen05.commit", n, None, loop)
     if o.startswith("cp.async.mbarrier.arrive"):
         return Arrive(st, "cp.async.mbarrier.arrive", n if ".noinc" in o else 0, None, loop)
+    if o.startswith("mbarrier.expect_tx"):
+        return Arrive(st, "expect_tx", 0, _shown(k, s.operands[1]) if len(s.operands) > 1 else None, loop)
     if "expect_tx" in o:
         return Arrive(st, "arrive.expect_tx", n, _shown(k, s.operands[2]) if len(s.operands) > 2 else None, loop)
     count = 1

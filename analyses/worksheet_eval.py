@@ -7,6 +7,7 @@ analyses/worksheet.py says how)."""
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from wsperf.analyses.correctness import Basis, Item
 from wsperf.analyses.worksheet_model import _MAX_VALUES, _WAIT, Fn, Val, _local
@@ -94,7 +95,11 @@ class _Kernel:
                 and self.index[id(d)] < j]
         if not here:
             ds = self.defs.get(op, ())
-            return self.value(op, depth + 1) if len(ds) == 1 and self.index[id(ds[0])] < j else None
+            if len(ds) == 1 and self.index[id(ds[0])] < j:
+                return self.value(op, depth + 1)
+            only = self._reaching(op, j)
+            return self._value_of(only, depth + 1, at=self.index[id(only)]) if only is not None and not only.guard \
+                else None
         d = self.stmts[here[-1]]
         new = self._value_of(d, depth + 1, at=here[-1])
         if new is None or not d.guard:
@@ -104,6 +109,35 @@ class _Kernel:
             return None
         neg = d.negated
         return lambda t: None if (c := g(t)) is None else new(t) if bool(c) != neg else old(t)
+
+    def _reaching(self, op: str, j: int) -> Stmt | None:
+        """The one definition of `op` that reaches statement j from another block: it lies
+        before j in a block that dominates j's, and every other definition either lies
+        before it on that path or after j with no loop that brings it back to j without
+        passing it (TIRx's elect flag started from `mov %r713, 0`, a wait's spin loop in
+        between, and %r713 written again by the elect.sync block after the copy). None
+        otherwise."""
+        ds = self.defs.get(op, ())
+        if len(ds) < 2:
+            return None
+        dom = self.dominators()
+        bj = self.block_of[j]
+        self.loop_line(j)
+        before = [d for d in ds if self.index[id(d)] < j and self.block_of[self.index[id(d)]] in dom[bj]]
+        if not before:
+            return None
+        d = max(before, key=lambda x: self.index[id(x)])
+        x = self.index[id(d)]
+        for o in ds:
+            y = self.index[id(o)]
+            if o is d or (y < x and self.block_of[y] in dom[self.block_of[x]]):
+                continue
+            # a later write comes back to j only around a loop that holds both; when d lies in
+            # that loop too, it dominates j there and writes again first
+            if y < j or any(bj in body and self.block_of[y] in body and self.block_of[x] not in body
+                            for body in self.loop_bodies.values()):
+                return None
+        return d
 
     def _value_of(self, s: Stmt, depth: int, at: int | None = None) -> Fn | None:
         """t -> what statement s writes; its operands read where s is when `at` is its index."""
@@ -149,6 +183,14 @@ class _Kernel:
                 if base == "or":
                     return lambda t: 1 if a(t) else None
                 return lambda t: None if a(t) else 0
+            b = args[1]
+            # both read, each maybe undecided in some threads (a uniform part inside): a false
+            # side decides an `and`, a true side an `or` (CUTLASS's `rank_even && warp == 2 &&
+            # elected`: lanes not elected are decided out whatever the rank)
+            if base == "and":
+                return lambda t: 0 if (x := a(t)) == 0 or (y := b(t)) == 0 else None if x is None or y is None \
+                    else int(bool(x) and bool(y))
+            return lambda t: 1 if (x := a(t)) or (y := b(t)) else None if x is None or y is None else 0
         if base == "setp" and len(args) == 2 and all(args):
             cmp = s.opcode.split(".")[1]
             a, b = _compared(s.opcode, args[0], args[1])
@@ -1141,13 +1183,13 @@ class _Kernel:
         h = self._loops[self.block_of[i]]
         return self.stmts[self.starts[h]].line if h >= 0 else 0
 
-    def trip_count(self, i: int) -> int | None:
+    def trip_count(self, i: int, body: set[int] | None = None) -> int | None:
         """How many times the innermost loop holding statement i runs, when the PTX decides it:
         a counter set from a constant before the loop, stepped by a constant in it, and
         compared with a constant by the branch that closes it (`add c, c, 1; setp.ne c, 3;
         @p bra head`); or nvcc's two-trip form, a predicate true on entry and cleared in the
         loop (`mov.pred p, -1` ... `mov.pred p, 0`, the branch on its copy). None otherwise."""
-        body = self.loop_blocks(i)
+        body = self.loop_blocks(i) if body is None else body
         if not body:
             return None
         head = min(body, key=lambda b: self.starts[b])
@@ -1196,17 +1238,31 @@ class _Kernel:
             return -(-(n - start) // step)
         return None
 
+    def work_loop(self, i: int) -> set[int]:
+        """The blocks of the innermost loop holding statement i that is not a wait's own
+        spin loop (empty: none)."""
+        self.loop_line(i)
+        b = self.block_of[i]
+        held = sorted((body for body in self.loop_bodies.values() if b in body and not self._spin(body)), key=len)
+        return held[0] if held else set()
+
+    def _spin(self, body: set[int]) -> bool:
+        """A wait's spin loop (a try-wait and the branches around it, nothing else), or
+        Triton's dispatch loop (it reads the partition table: each pass runs another
+        specialized region, not another trip of one)."""
+        stmts = [self.stmts[x] for x in range(len(self.stmts)) if self.block_of[x] in body]
+        if any(s.line in self.table_reads for s in stmts):
+            return True
+        ops = [s.opcode for s in stmts]
+        return any(o.startswith(_WAIT) for o in ops) and all(
+            o.startswith(_WAIT) or o.split(".")[0] in ("bra", "nanosleep", "setp", "selp", "mov") for o in ops)
+
     def loop_depth(self, i: int) -> int:
         """How many loops hold statement i (0: none; a K loop inside a tile loop: 2), a
         wait's own spin loop (`LAB_WAIT: try_wait p; @p bra DONE; bra LAB_WAIT`) not counted."""
         self.loop_line(i)
         b = self.block_of[i]
-
-        def spin(body: set[int]) -> bool:
-            ops = [self.stmts[x].opcode for x in range(len(self.stmts)) if self.block_of[x] in body]
-            return any(o.startswith(_WAIT) for o in ops) and all(
-                o.startswith(_WAIT) or o.split(".")[0] in ("bra", "nanosleep", "setp", "selp", "mov") for o in ops)
-        return sum(1 for body in self.loop_bodies.values() if b in body and not spin(body))
+        return sum(1 for body in self.loop_bodies.values() if b in body and not self._spin(body))
 
     def loop_blocks(self, i: int) -> set[int]:
         """The blocks of the innermost loop holding statement i (empty: none)."""
@@ -1214,7 +1270,8 @@ class _Kernel:
         h = self._loops[self.block_of[i]]
         return self.loop_bodies[h] if h >= 0 else set()
 
-    def peer_address(self, op: str, threads: frozenset | None = None) -> tuple[str, str, bool] | None:
+    def peer_address(self, op: str, threads: frozenset | None = None, at: int | None = None
+                     ) -> tuple[str, str, bool] | None:
         """(the CTA-local address, the target rank as the PTX computes it, whether every CTA
         is the target of exactly one other) when `op` is `mapa.shared::cluster` of a local
         shared address: the barrier at the same offset in another CTA of the cluster (a
@@ -1230,9 +1287,9 @@ class _Kernel:
             return None
         src, rank = ds[0].operands[1], ds[0].operands[2]
         local = f"{src}+{off}" if off else src
-        what, pairs = self._rank_expr(rank)
+        what, pairs = self._rank_expr(rank, at=ds[0])
         if not pairs and what != "rank" and not what.startswith("CTA "):
-            got = self._rank_targets(rank, threads)
+            got = self._rank_targets(rank, threads, at)
             if got is not None:
                 return local, got[0], got[1]  # type: ignore[return-value]
         return local, what, pairs
@@ -1252,9 +1309,52 @@ class _Kernel:
                 self.rank = None
         return size, out
 
-    def _rank_targets(self, op: str, threads: frozenset | None) -> tuple[str, int] | None:
+    def _reaches(self, i: int, t: int) -> bool:
+        """Whether thread t of the CTA whose rank `self.rank` holds reaches statement i, by
+        the conditional branches of the blocks that dominate it: a branch on the CTA's rank
+        (CUTLASS's scheduler warp runs in rank 0 only: `@(warp != 1 || rank != 0) bra`)
+        decides per rank; a branch it cannot evaluate is taken as reaching."""
+        bi = self.block_of[i]
+        dom = self.dominators()
+        for d in dom[bi]:
+            if d == bi:
+                continue
+            end = self.starts[d + 1] - 1 if d + 1 < len(self.starts) else len(self.stmts) - 1
+            br = self.stmts[end]
+            if not br.opcode.startswith("bra") or not br.guard or len(self.succ[d]) != 2:
+                continue
+            fall = d + 1
+            taken = next((x for x in self.succ[d] if x != fall), None)
+            if taken is None:
+                continue
+            via_taken, via_fall = self._reach(taken, bi, d), self._reach(fall, bi, d)
+            if via_taken == via_fall:
+                continue
+            g = self.value(br.guard)
+            v = _holds(g(t), br.negated) if g is not None else None
+            if v is not None and v != via_taken:
+                return False
+        return True
+
+    def _reach(self, a: int, b: int, avoid: int) -> bool:
+        """Whether block b can be reached from block a without passing block `avoid`."""
+        memo = self.__dict__.setdefault("_reach_memo", {})
+        key = (a, b, avoid)
+        if key not in memo:
+            seen, todo = {a}, [a]
+            while todo and b not in seen:
+                x = todo.pop()
+                for y in self.succ[x]:
+                    if y not in seen and y != avoid:
+                        seen.add(y)
+                        todo.append(y)
+            memo[key] = b in seen
+        return memo[key]
+
+    def _rank_targets(self, op: str, threads: frozenset | None, at: int | None = None
+                      ) -> tuple[str, Fraction] | None:
         """(the targets as text, how many times a receiving CTA gets what one CTA's threads
-        send) of a mapa rank computed from %cluster_ctarank, per sending thread (CuTe's 2-CTA
+        send: a fraction where only some ranks send, CUTLASS's rank 0 lanes 0-1 to ranks 0-1) of a mapa rank computed from %cluster_ctarank, per sending thread (CuTe's 2-CTA
         epilogue releases the pair's leader, `(rank / 2) * 2`: the leader gets both CTAs'
         arrivals; a multicast release sends lane l to rank l % 2: each CTA gets one lane's
         share from each). The rank each thread of each CTA names, read for every rank of
@@ -1262,26 +1362,49 @@ class _Kernel:
         or the CTAs that receive get different counts."""
         senders = sorted(threads) if threads else [0]
         size, per_rank = self.per_rank(op, senders)
+        if at is not None:
+            # the threads of each rank that reach the arrive at all (a branch on the rank)
+            sent = []
+            for r in range(size):
+                self.rank = r
+                try:
+                    sent.append([x for t, x in zip(senders, per_rank[r]) if self._reaches(at, t)])
+                finally:
+                    self.rank = None
+            per_rank = sent
         targets = [x for r in per_rank for x in r]
         shape = self.e.cluster
         if None in targets or any(not 0 <= t < size for t in targets):  # type: ignore[operator]
             return None
-        got = {targets.count(q) for q in set(targets)}
-        if len(got) != 1 or (n := got.pop()) % len(senders):
-            return None
-        shown = sorted({(r, t) for r, t in zip((r for r in range(size) for _ in senders), targets)})
         pairs = any(".cta_group::2" in st.opcode for st in self.stmts)  # the kernel runs on CTA pairs
+        if shape is None and not pairs and len(set(targets)) == 1:
+            # every thread of every CTA names one rank, whatever its own (CUTLASS's scheduler
+            # warp: lane 0 to rank 0): that CTA gets as many shares as the cluster has CTAs, a
+            # launch attribute; named as a constant rank is (`CTA 0`: the CTA itself when
+            # launched one CTA a cluster, which the notes say was assumed)
+            return f"CTA {targets[0]}", 1
+        got = {targets.count(q) for q in set(targets)}
+        if not targets or len(got) != 1:
+            return None
+        n = got.pop()
+        shown = sorted({(r, t) for r, t in zip((r for r in range(size) for _ in senders), targets)})
         return f"rank {', '.join(f'{r}->{t}' for r, t in shown)}" + (
-            "" if shape else " (CTA pairs: .cta_group::2)" if pairs else " (a pair assumed)"), n // len(senders)
+            "" if shape else " (CTA pairs: .cta_group::2)" if pairs else " (a pair assumed)"), Fraction(n, len(senders))
 
-    def _rank_expr(self, op: str, depth: int = 0) -> tuple[str, bool]:
-        """How a mapa's target rank is computed, and whether it is `rank ^ C` (C != 0)."""
+    def _rank_expr(self, op: str, depth: int = 0, at: Stmt | None = None) -> tuple[str, bool]:
+        """How a mapa's target rank is computed, and whether it is `rank ^ C` (C != 0). A
+        register written several times is read where `at` (the mapa) stands when the write
+        before it lies in its block (CUTLASS's `mov %r967, 0` then the mapa, %r967 written
+        again later by an elect.sync block)."""
         op = op.strip()
         if op == "%cluster_ctarank":
             return "rank", False
         if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op):
             return f"CTA {int(op, 0)}", False
         ds = self.defs.get(op, ())
+        here = self._local_def(op, at) if at is not None else None
+        if here is not None:
+            ds = [here]
         if depth > 8 or len(ds) != 1:
             return op, False
         d = ds[0]

@@ -1,4 +1,4 @@
-"""The mistakes a worksheet flags statically (codes 1-11, `FLAG_NAMES`): an mbarrier
+"""The mistakes a worksheet flags statically (codes 1-12, `FLAG_NAMES`): an mbarrier
 initialized inside a role, arrival counts that do not match the init count, a CTA
 barrier inside one role's branch (ids in registers resolved), tensor memory not freed, a
 generic-proxy store read by the async proxy without fence.proxy.async (on the storing
@@ -344,7 +344,7 @@ def _tensormap_staging(k: _Kernel, stmts: list[Stmt]) -> set[tuple[str, int]]:
             and (at := k.shared_at(s.operands[0])) is not None}
 
 
-_ARRIVE_OPS = _ARRIVE
+_ARRIVE_OPS = ("mbarrier.arrive", "mbarrier.arrive_drop")  # a release: expect_tx alone releases nothing
 _ASYNC_SMEM_READ = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|cp\.reduce\.async\.bulk|"
                               r"wgmma\.mma_async|tcgen05\.mma|tcgen05\.cp)")
 
@@ -820,6 +820,9 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
     ends = [k.starts[b + 1] if b + 1 < len(k.starts) else n for b in range(len(k.starts))]
     out: list[Flag] = []
     done: set[int] = set()
+    # shared addresses a plain store writes, each one decided value: variables, not stages
+    scalars = {v for s in stmts if s.opcode.startswith("st.shared") and s.operands
+               and (v := k.vals(s.operands[0])) is not None and v[1] is not None and len(v[1]) == 1}
     for bn, i, warps, parity, w in waits:
         if parity != 1 or bn in done:
             continue
@@ -836,6 +839,11 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
 
         def reads(x: int) -> bool:
             o = stmts[x].opcode
+            if stmts[x].line in k.table_reads:  # Triton's partition table, not a stage
+                return False
+            if o.startswith("ld.shared") and stmts[x].operands and (v := k.vals(stmts[x].operands[-1])) is not None \
+                    and v[1] is not None and len(v[1]) == 1 and v in scalars:
+                return False  # a value stored at that one address (Triton's captured arguments), not a stage
             if smem and _READS_SMEM.match(o) or tmem and _READS_TMEM.match(o):
                 return True
             if not stored or not o.startswith(("ld.shared", "ldmatrix")) or not stmts[x].operands:
@@ -1009,7 +1017,7 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
     for b in barriers:
         by_role: dict[str, tuple[list, list]] = {}
         for a in b.arrivers:
-            if a.kind.removeprefix("remote ") in ("arrive.expect_tx", "complete_tx"):
+            if a.kind.removeprefix("remote ") in ("arrive.expect_tx", "expect_tx", "complete_tx"):
                 by_role.setdefault(a.site.role, ([], []))[a.kind.endswith("complete_tx")].append(a)
         if by_role and not any(e for e, _ in by_role.values()) and b.inits and not any(
                 "expect_tx" in a.kind for a in b.arrivers):
@@ -1055,7 +1063,8 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
                         if dev:
                             shown.append(f"line {s.line}: one copy of {dev[1]}")
                         continue
-                    op = s.operands[2] if len(s.operands) > 2 else None
+                    at_op = 1 if a.kind.removeprefix("remote ") == "expect_tx" else 2  # [addr], txCount
+                    op = s.operands[at_op] if len(s.operands) > at_op else None
                     f = k.value(op) if op else None
                     v = f(0) if f else None
                     amounts[side].append(v if v is not None else ("reg", op.strip()) if op else None)
@@ -1294,4 +1303,53 @@ def _flag_tmem_freed_early(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrie
     if undecided:
         k.notes.append(Item("lifetime", "whether tensor memory is freed after its last use is not checked: "
                             + "; ".join(dict.fromkeys(undecided[:4])), Basis.ASSUMPTION))
+    return out
+
+
+def _flag_parity_never_flips(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 12: a wait inside a loop (not its own spin loop) that asks for the same parity
+    on every trip, on a barrier that loops arrive on and that the loop does not initialize
+    again. Its phases alternate 0, 1, 0, ...: once the phase of that parity has completed,
+    the next visit's wait for it passes at once, before the phase it needs (a ring's
+    second turn, a persistent kernel's second tile), so the role reads or overwrites a stage
+    out of turn. A loop the PTX counts to at most the barriers of the ring never comes
+    back to one: not flagged. Evidence: the parity is one constant (a literal, or a
+    register every definition of which gives it: `xor ph, ph, 0`)."""
+    out: list[Flag] = []
+    for b in barriers:
+        if not b.inits or not any(a.arrivals and a.loop for a in b.arrivers):
+            continue
+        init_at = {x for s, _ in b.inits if (x := k.stmt_of(s)) is not None} | \
+            {x for s in b.invals if (x := k.stmt_of(s)) is not None}
+        # each loop's waits on this barrier, by the warps that run them: a loop unrolled over
+        # the ring waits on one barrier twice a trip, parity 1 then 0 (a flip by unrolling)
+        by_loop: dict[tuple, list[tuple[int, object, int | None]]] = {}
+        for w in b.waiters:
+            i = k.stmt_of(w.site)
+            if i is None:
+                continue
+            body = k.work_loop(i)
+            t = k.threads(i)
+            if not body or t is None:
+                continue
+            v = k.vals(w.parity) if w.parity is not None else None
+            one = next(iter(v[1])) & 1 if v is not None and v[0] is None and v[1] is not None and len(v[1]) == 1 \
+                else None
+            by_loop.setdefault((frozenset(body), frozenset(x // 32 for x in t)), []).append((i, w, one))
+        for (body, _), ws in by_loop.items():
+            if any(k.block_of[x] in body for x in init_at) or any(one is None for _, _, one in ws) or \
+                    len({one for _, _, one in ws}) != 1:
+                continue
+            i, w, p = min(ws, key=lambda x: x[0])
+            trips = k.trip_count(i, set(body))
+            if trips is not None and trips <= max(len(set(b.slots)), 1):
+                continue
+            out.append(Flag(12, FLAG_NAMES[12], f"{w.site.role} waits on {b.name} for parity {p} on every trip of "  # type: ignore[attr-defined]
+                            f"its loop ({_where(w.site)}, parity {w.parity}: the same value every trip), while "  # type: ignore[attr-defined]
+                            "its phases alternate 0, 1, 0, ...: once the barrier has completed a phase of parity "
+                            f"{p}, each later wait for it passes at once, before the phase it needs (the ring's "
+                            "second turn, the next tile), and the role reads or overwrites a stage out of turn. Flip "
+                            "the phase each time the stage index wraps (phase ^= 1 when the index returns to 0)",
+                            Basis.EVIDENCE, w.site.line))  # type: ignore[attr-defined]
+            break
     return out

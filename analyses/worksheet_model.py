@@ -16,11 +16,14 @@ Val = "tuple[str | None, frozenset[int] | None] | None"
 _MAX_VALUES = 256
 
 _BAR0 = re.compile(r"^(bar|barrier)\.(sync|cta\.sync|aligned\.sync|cta\.aligned\.sync)?")
-_ARRIVE = ("mbarrier.arrive", "mbarrier.arrive_drop")
+# mbarrier.expect_tx alone (CUTLASS's producer_expect_transaction) raises the bytes a phase
+# waits for and adds no arrival: collected with the arrives, its kind `expect_tx`
+_ARRIVE = ("mbarrier.arrive", "mbarrier.arrive_drop", "mbarrier.expect_tx")
 _WAIT = ("mbarrier.try_wait", "mbarrier.test_wait")
 FLAG_NAMES = {1: "init-in-role", 2: "init-count", 3: "cta-barrier-in-role", 4: "tmem-not-freed",
               5: "missing-proxy-fence", 6: "tmem-freed-twice", 7: "phase-deadlock",
-              8: "tx-bytes", 9: "init-not-cluster-visible", 10: "premature-pass", 11: "tmem-freed-early"}
+              8: "tx-bytes", 9: "init-not-cluster-visible", 10: "premature-pass", 11: "tmem-freed-early",
+              12: "parity-never-flips"}
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class Site:
 @dataclass(frozen=True)
 class Arrive:
     site: Site
-    # arrive | arrive.expect_tx | complete_tx | tcgen05.commit | cp.async.mbarrier.arrive, or
+    # arrive | arrive.expect_tx | expect_tx | complete_tx | tcgen05.commit | cp.async.mbarrier.arrive, or
     # `remote <kind>` on a peer CTA's barrier through mapa
     kind: str
     arrivals: int | None  # arrivals it adds per phase (threads x 1; 0 for complete_tx)

@@ -117,15 +117,17 @@ def test_tmem_freed_early_silent_on_correct(name):
     assert not flags(PTX / name, 11)
 
 
-# ---- every committed PTX: flags 10 and 11 fire on the planted kernels only ----
+# ---- every committed PTX: flags 10, 11 and 12 fire on the planted kernels only ----
 
 PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "gluon_rings23_bphase.ptx",
-                "tirx_dualacc_mma_parity.ptx", "cute_tworegions_phase.ptx", "cutlass_pingpong_async_epiphase.ptx"},
-           11: {"tirx_pgemm_early_dealloc.ptx"}}
+                "tirx_dualacc_mma_parity.ptx", "cute_tworegions_phase.ptx", "cutlass_pingpong_async_epiphase.ptx",
+                "gluon_unroll3_ph1.ptx"},
+           11: {"tirx_pgemm_early_dealloc.ptx"},
+           12: {"gluon_zp5_noflip.ptx", "tws3_tri_s5_sm100_noflip.ptx", "cute_wgpersist_nophase.ptx"}}
 
 
 def test_new_flags_fire_only_on_planted_fixtures():
-    fired: dict[int, set[str]] = {10: set(), 11: set()}
+    fired: dict[int, set[str]] = {10: set(), 11: set(), 12: set()}
     for p in sorted(PTX.glob("*.ptx")):
         for k in worksheet([p]).kernels:
             for f in k.flags:
