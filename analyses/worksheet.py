@@ -93,6 +93,11 @@ _JOBS = tuple((re.compile(p), job) for p, job in (
     (r"(st|red)\.global", "global stores")))
 
 
+def _stores_out(o: str) -> bool:
+    """A store to global memory, or a TMA store from shared memory."""
+    return o.startswith("st.global") or (o.startswith("cp.async.bulk") and ".global.shared" in o)
+
+
 def _jobs(ops: list[str]) -> list[str]:
     out: list[str] = []
     for rx, job in _JOBS:
@@ -136,6 +141,12 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
     # where tcgen05.alloc writes the tensor-memory address it allocated (read back by every warp)
     tmem_slots = {at for s in stmts if s.opcode.startswith("tcgen05.alloc") and s.operands
                   and (at := k.shared_at(s.operands[0])) is not None}
+    # shared loads of a Cluster Launch Control response (`ld.shared.b128 r, [resp]` read by
+    # clusterlaunchcontrol.query_cancel): the next tile's coordinates, not a stage's data
+    clc_regs = {o.strip() for s in stmts if s.opcode.startswith("clusterlaunchcontrol.query_cancel")
+                for o in s.operands[1:]}
+    clc_reads = {s.line for s in stmts if s.opcode.startswith("ld.shared") and s.operands
+                 and s.operands[0].strip() in clc_regs}
     for ws, idx in groups.items():
         if ws is None or ws == all_warps:
             role_name[ws] = "all" if ws is not None else "?"
@@ -162,14 +173,18 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
             any(o.startswith(_WAIT) for o in ops) and any(o.startswith("mbarrier.arrive.") and "expect_tx" not in o
                                                          for o in ops)
             and any(stmts[i].opcode.startswith("ld.shared") and stmts[i].line not in k.table_reads
+                    and stmts[i].line not in clc_reads
                     and (not stmts[i].operands or k.shared_at(stmts[i].operands[-1]) not in tmem_slots) for i in idx))
         # Attention's partitions without MMA (Triton's sm_100 lowering): the softmax computes an
         # exp2 per score; the correction rescales the tensor-memory accumulator (tcgen05.ld, a
         # multiply, tcgen05.st) with one exp2 per row
         ex2 = sum(o.startswith("ex2.") for o in ops)
         tmem_rw = any(o.startswith("tcgen05.ld") for o in ops) and any(o.startswith("tcgen05.st") for o in ops)
-        to_global = any(o.startswith("st.global") or (o.startswith("cp.async.bulk") and ".global.shared" in o)
-                        for o in ops)  # an epilogue's stores: a correction keeps its result in tensor memory
+        # an epilogue's stores: a correction keeps its result in tensor memory. One thread of the
+        # role may store for it (CUTLASS's epilogue warps 4-7, thread 128's TMA store): a
+        # sub-branch of these warps that stores counts
+        to_global = any(_stores_out(stmts[i].opcode) for i in idx) or any(
+            w2 and w2 < ws and any(_stores_out(stmts[i].opcode) for i in ix) for w2, ix in groups.items())
         attn = None if mma else "softmax" if ex2 >= SOFTMAX_EX2 else \
             "correction" if tmem_rw and not to_global and any(o.startswith(("mul.f32", "mul.rn.f32", "mul.ftz.f32"))
                                                                for o in ops) else None

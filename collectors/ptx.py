@@ -48,7 +48,9 @@ _NCTA = re.compile(r"\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+)
 _SHARED = re.compile(r"^(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$.]+)(?:\[(\d*)\])?\s*;$")
 _LABEL = re.compile(r"^([\w$]+):$")
 _BRANCHTARGETS = re.compile(r"\.branchtargets\s+([\w$]+(?:\s*,\s*[\w$]+)*)\s*;")
-_STMT = re.compile(r"^(?:@(!?)(%?[\w$]+)\s+)?([a-z][\w.:]*)(?:\s+(.*?))?\s*;$")
+# operands follow the opcode after whitespace, or right after it when they open with a vector
+# or an address (CUTLASS's `tcgen05.ld.sync.aligned.32x32b.x32.b32{%r1, ...}, [%r2];`)
+_STMT = re.compile(r"^(?:@(!?)(%?[\w$]+)\s+)?([a-z][\w.:]*)(?:(?:\s+|(?=[{\[]))(.*?))?\s*;$")
 _DIRECTIVE = re.compile(r"^\.(reg|local|param|pragma|loc|file|section|const|global|maxnreg|minnctapersm|"
                         r"maxnctapersm|noreturn|explicitcluster|reqnctapercluster|maxclusterrank)\b")
 _REG = re.compile(r"^\.reg\s+(?:\.v\d\s+)?\.\w+\s+(.+?)\s*;$")
