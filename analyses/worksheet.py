@@ -3,7 +3,7 @@
 Per kernel (`.entry`): roles (branches on %tid.x-derived warp/warpgroup/lane conditions
 and elect.sync, named by what they contain), storage (.shared buffers, tensor memory),
 handoffs (every mbarrier: init count, who arrives, who waits, fences) and lifetimes, and
-the known mistakes visible statically (`Flag`, codes 1-12, `FLAG_NAMES`). Items reuse the correctness
+the known mistakes visible statically (`Flag`, codes 1-13, `FLAG_NAMES`). Items reuse the correctness
 worksheet's `Item` / `Basis`: `evidence` is read from the PTX, `assumption` is inferred.
 
 How populations are derived: each register defined once from %tid.x by mov / shr / shl /
@@ -42,7 +42,8 @@ from wsperf.analyses.sql import check_kernel_regex, matching
 from wsperf.analyses.worksheet_eval import _dest, _Kernel, _warps
 from wsperf.analyses.worksheet_flags import (_flag_cluster_init, _flag_counts, _flag_cta_barrier,
                                              _flag_init_in_role, _flag_phase_order, _flag_proxy_fence,
-                                             _flag_parity_never_flips, _flag_tmem_freed_early, _flag_tx_bytes)
+                                             _flag_not_initialized, _flag_parity_never_flips, _flag_tmem_freed_early,
+                                             _flag_tx_bytes)
 from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Arrive, Barrier, Flag, KernelSheet,
                                              Site, Wait, Worksheet, _fmt, _local)
 from wsperf.collectors.errors import InputError
@@ -347,6 +348,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
     flags += _flag_cluster_init(k, stmts, barriers)
     flags += _flag_tmem_freed_early(k, stmts, barriers)
     flags += _flag_parity_never_flips(k, barriers)
+    flags += _flag_not_initialized(barriers)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
                        tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines(),
                        _unchecked(k, barriers))
@@ -390,6 +392,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     warps 1-2) stay apart, so each has its own first wait."""
     stmts = k.stmts
     resolved: list[tuple[str, int, str, str | None, frozenset | None, tuple | None]] = []
+    assumed: set[int] = set()  # operations whose barrier is a ring taken as an assumption
     inits: dict[str, set[int]] = {}  # the offsets of every init whose address is decided
     early: dict[int, tuple[str, frozenset]] = {}  # inits through a loop's pointer before the loop runs
     for kind, i, op in ops:
@@ -433,6 +436,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         # a symbol known but its slot not: the ring only when it is part of the symbol's barriers
         if ring is not None and (v is None or v[0] is None or ring[1] != frozenset(inits.get(ring[0], ()))):
             v = ring
+            assumed.add(i)
             k.notes.append(Item("handoff.barrier", f"line {stmts[i].line}: address {op.strip('[] ')} is "
                                 f"{_fmt(v[0], frozenset({min(v[1])}))} plus a stage index the PTX computes in a "
                                 f"loop: taken as the ring of the {len(v[1])} barrier(s) initialized from there "
@@ -508,6 +512,8 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             g["inval"].append(site(i, addr))
         else:
             a = _arrive(k, i, site(i, addr))
+            if sym is not None and i not in assumed and peer is None and all(x[1] is not None for x in c):
+                a = dataclasses.replace(a, slots=tuple(sorted({x[1] for x in c})))
             if a.arrivals and _again(k, i, op):
                 a = dataclasses.replace(a, again=True)
             if a.arrivals and a.loop and _loop_invariant(k, i, op):

@@ -1,4 +1,4 @@
-"""The mistakes a worksheet flags statically (codes 1-12, `FLAG_NAMES`): an mbarrier
+"""The mistakes a worksheet flags statically (codes 1-13, `FLAG_NAMES`): an mbarrier
 initialized inside a role, arrival counts that do not match the init count, a CTA
 barrier inside one role's branch (ids in registers resolved), tensor memory not freed, a
 generic-proxy store read by the async proxy without fence.proxy.async (on the storing
@@ -15,7 +15,8 @@ import re
 
 from wsperf.analyses.correctness import Basis, Item
 from wsperf.analyses.worksheet_eval import _Kernel, _warps
-from wsperf.analyses.worksheet_model import _ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Barrier, Flag, _where, phase_arrivals
+from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Barrier, Flag, _local, _where,
+                                             phase_arrivals)
 from wsperf.collectors.ptx import Stmt
 
 
@@ -260,6 +261,9 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
             continue
         total = sum(v for v in pops.values() if v)
         count = counts.pop()
+        if total == count and (short := _short_slot(b, pops, count)) is not None:
+            out.append(Flag(2, FLAG_NAMES[2], short, Basis.EVIDENCE, b.inits[0][0].line))
+            continue
         if total != count:
             who = "; ".join(sorted({f"{a.kind} by {a.site.role}, {a.site.threads} thread(s)" for a in b.arrivers
                                     if a.arrivals}))
@@ -283,6 +287,43 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                             + ("never completes (deadlock)" if total < count else "completes early")
                             + f"; init with {total}", basis, b.inits[0][0].line))
     return out
+
+
+def _short_slot(b: Barrier, pops: dict, count: int) -> str | None:
+    """Where a group's count holds for the group but not for one of its barriers: a role
+    whose arrives reach, by addresses the PTX decides, only some barriers of the ring (its
+    stage counter wraps one early: 4 of CuTe's 5 ab_empty barriers), so the others get
+    fewer arrivals a phase. None when every site's barriers are decided and each barrier
+    gets `count`, or when a site's are not decided."""
+    if len(b.slots) < 2 or len(b.inits) != len(b.slots):  # each barrier of the group initialized once here
+        return None
+    reach: dict[tuple, set[int]] = {}
+    for a in b.arrivers:
+        if not a.arrivals:
+            continue
+        if not a.slots:
+            return None
+        reach.setdefault((a.site.role, a.site.threads), set()).update(a.slots)
+    per: dict[tuple, int] = {}
+    for key, n in pops.items():
+        if n:
+            per[key[:2]] = per.get(key[:2], 0) + n
+    if set(per) != set(reach):
+        return None
+    got = {o: sum(n for who, n in per.items() if o in reach[who]) for o in b.slots}
+    bad = sorted(o for o, n in got.items() if n != count)
+    if not bad:
+        return None
+    missing = sorted({f"{who[0]}, {who[1]} thread(s)" for who in reach if not set(bad) <= reach[who]})
+    sym = b.name.split("+", 1)[0]
+    return (f"{b.name}: mbarrier.init count {count} (line {b.inits[0][0].line}), and the group gets {count} arrival(s) "
+            f"a phase, but {', '.join(f'{sym}+{o}' for o in bad)} get(s) {got[bad[0]]}: the arrives of "
+            f"{'; '.join(missing)} reach only " + "; ".join(
+                f"+{{{','.join(map(str, sorted(reach[w])))}}}" for w in reach if not set(bad) <= reach[w])
+            + f" of the ring's {len(b.slots)} barriers (a stage counter that wraps early: the roles' stage counts "
+            "differ), so a phase of those barriers " + ("never completes (deadlock)" if got[bad[0]] < count else
+                                                      "completes early")
+            + "; wrap every role's stage index at the number of barriers initialized")
 
 
 def _flag_cta_barrier(k: _Kernel, stmts: list[Stmt], site) -> list[Flag]:  # type: ignore[no-untyped-def]
@@ -1352,4 +1393,35 @@ def _flag_parity_never_flips(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[
                             "the phase each time the stage index wraps (phase ^= 1 when the index returns to 0)",
                             Basis.EVIDENCE, w.site.line))  # type: ignore[attr-defined]
             break
+    return out
+
+
+def _flag_not_initialized(barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 13: an mbarrier address the PTX decides, that roles wait or arrive on, and that
+    no mbarrier.init initializes, while every init of its symbol is decided (so none of
+    them could be this one): an operation on an uninitialized barrier, undefined. The
+    usual cause is a stage index that runs one past the ring (a counter that wraps at
+    STAGES + 1), landing on the word after the last barrier."""
+    out: list[Flag] = []
+    by_sym: dict[str, list[Barrier]] = {}
+    for b in barriers:
+        by_sym.setdefault(b.name.split("+", 1)[0].split(" ", 1)[0], []).append(b)
+    for sym, bs in by_sym.items():
+        inited = sorted({o for b in bs if b.inits for o in b.slots})
+        if not inited or sym.startswith("%") or any(not b.decided or "[" in b.name for b in bs) or any(
+                b.inits and (not b.slots or any(c is None for _, c in b.inits)) for b in bs):
+            continue
+        bare = [b for b in bs if not b.inits and b.slots and (b.arrivers or b.waiters) and not any(
+            "mapa" in st.address for st in [a.site for a in b.arrivers] + [w.site for w in b.waiters])]
+        if not bare:
+            continue
+        sites = [st for b in bare for st in [a.site for a in b.arrivers] + [w.site for w in b.waiters]]
+        near = ", ".join(f"+{o}" for o in inited[-6:])
+        out.append(Flag(13, FLAG_NAMES[13], f"{', '.join(b.name for b in bare)}: roles wait or arrive there ("
+                        + ", ".join(sorted({f"{st.role} at {_where(st)}" for st in sites})[:4])
+                        + f") but no mbarrier.init initializes it, while every barrier of {_local(sym)} the kernel "
+                        f"initializes is at a decided offset ({near}): an operation on an uninitialized mbarrier is "
+                        "undefined (a hang, or a wait that passes on garbage). A stage index that runs one past the "
+                        "ring (wrapping at STAGES + 1) lands here: check the counter's wrap against the number of "
+                        "barriers initialized", Basis.EVIDENCE, min(st.line for st in sites)))
     return out

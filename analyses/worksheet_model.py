@@ -23,7 +23,7 @@ _WAIT = ("mbarrier.try_wait", "mbarrier.test_wait")
 FLAG_NAMES = {1: "init-in-role", 2: "init-count", 3: "cta-barrier-in-role", 4: "tmem-not-freed",
               5: "missing-proxy-fence", 6: "tmem-freed-twice", 7: "phase-deadlock",
               8: "tx-bytes", 9: "init-not-cluster-visible", 10: "premature-pass", 11: "tmem-freed-early",
-              12: "parity-never-flips"}
+              12: "parity-never-flips", 13: "barrier-not-initialized"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,9 @@ class Arrive:
     # the line of a loop that repeats it on this barrier while its waiters wait outside the
     # loop: a phase gets one arrival a trip (0: not so)
     per_trip: int = 0
+    # the byte offsets it may address, where the PTX decides them (not a ring taken as an
+    # assumption): a site that reaches only some barriers of its group ((): not decided)
+    slots: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,10 @@ PLANTED = [
     ("cute_unroll7_count", 2, (f"{D}+{{128,136}}", "count 4", "128 arrival(s) per phase")),
     # X.empty declared for a group of 128: init 129 while the commit + lane 0 of warps 6-9 arrive
     ("cute_transform_cnt", 2, (f"{D}+{{32,40,48,56}}", "count 129", "5 arrival(s) per phase")),
+    # the smem readers' stage counter wraps at 4 on a ring of 5: ab_empty[4] gets only the commit
+    ("cute_multicons_stages", 2, (f"{D}+72 get(s) 1", "reach only +{40,48,56,64}", "consumer (warps 6-7)")),
+    # the epilogue's c-ring counter wraps at 4 on 3 slots: c_full[3] / c_empty[3] were never initialized
+    ("gluon_unroll3_wrap4", 13, (G + "196888", G + "196920", "no mbarrier.init initializes it")),
 ]
 
 
