@@ -121,9 +121,10 @@ def test_tmem_freed_early_silent_on_correct(name):
 
 PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "gluon_rings23_bphase.ptx",
                 "tirx_dualacc_mma_parity.ptx", "cute_tworegions_phase.ptx", "cutlass_pingpong_async_epiphase.ptx",
-                "gluon_unroll3_ph1.ptx"},
+                "gluon_unroll3_ph1.ptx", "tirx_p5_mma_parity.ptx"},
            11: {"tirx_pgemm_early_dealloc.ptx"},
-           12: {"gluon_zp5_noflip.ptx", "tws3_tri_s5_sm100_noflip.ptx", "cute_wgpersist_nophase.ptx"}}
+           12: {"gluon_zp5_noflip.ptx", "tws3_tri_s5_sm100_noflip.ptx", "cute_wgpersist_nophase.ptx",
+               "tirx_p5_noflip.ptx"}}
 
 
 def test_new_flags_fire_only_on_planted_fixtures():

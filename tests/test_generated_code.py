@@ -51,7 +51,9 @@ CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx"
            "tws3_grouped_s3_sm100.ptx", "tws3_grouped_fp8_s6_sm100.ptx", "tws3_tri_s5_sm100.ptx",
            "cute_multicons.ptx", "cute_multicons_scale.ptx", "cute_wgpersist.ptx", "cute_wgpersist_amax.ptx",
            "cute_wgpersist_amaxtail.ptx", "cute_grouped.ptx", "cute_grouped_peek.ptx", "cute_unroll7.ptx",
-           "cute_transform.ptx"]
+           "cute_transform.ptx", "tirx_p5.ptx", "tirx_p5r.ptx", "tirx_p5_cfull_warp.ptx",
+           "cutlass_sm100_1sm.ptx", "cutlass_sm100_streamk.ptx", "cutlass_sm100_mxf8.ptx",
+           "cutlass_sm100_grouped.ptx"]
 
 # Planted bugs in newer shapes (fixtures/src/cute/cute_tcgen05_gemm.py, fixtures/src/cute/cute_pipe_*.py,
 # fixtures/src/tirx/tirx_ws_gemm_cluster.py, fixtures/src/triton_tma/sweep_ws.py): each raises exactly its flag.
