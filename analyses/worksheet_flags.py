@@ -1,4 +1,4 @@
-"""The mistakes a worksheet flags statically (codes 1-13, `FLAG_NAMES`): an mbarrier
+"""The mistakes a worksheet flags statically (codes 1-14, `FLAG_NAMES`): an mbarrier
 initialized inside a role, arrival counts that do not match the init count, a CTA
 barrier inside one role's branch (ids in registers resolved), tensor memory not freed, a
 generic-proxy store read by the async proxy without fence.proxy.async (on the storing
@@ -1333,6 +1333,12 @@ def _flag_tmem_freed_early(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrie
             u = next(u for u, v in zip(us, verdicts) if v is False)
             early.append(f"{_warps(wu)}: {stmts[u].opcode.split('.')[0]}.{stmts[u].opcode.split('.')[1]} at line(s) "
                          + ", ".join(str(stmts[x].line) for x in sorted(us)[:4]))
+        # a wait on its path that a peer CTA arrives on (mapa): the uses may be ordered through
+        # the peer (CUTLASS's 2-SM teardown: the epilogue releases the leader's accumulator, the
+        # leader's MMA warp then arrives on this CTA's dealloc barrier), which one CTA's PTX
+        # cannot show
+        peer = any(stmts[j].opcode.startswith(_WAIT) and j in wait_bar and any(
+            a.kind.startswith("remote ") for a in wait_bar[j].arrivers) for j in before)
         if early:
             out.append(Flag(11, FLAG_NAMES[11], f"tensor memory is freed (tcgen05.dealloc, line {stmts[d].line}, "
                             f"{_warps(frozenset(wd))}) while other roles still use it ({'; '.join(early)}), and "
@@ -1340,7 +1346,9 @@ def _flag_tmem_freed_early(k: _Kernel, stmts: list[Stmt], barriers: tuple[Barrie
                             "arrive on after a use, no CTA / named barrier they reach after it): the columns can be "
                             "freed, and handed to another CTA, while still in use; free them after a barrier every "
                             "user reaches after its last use (bar.sync at teardown, or a wait on the accumulator's "
-                            "release)", Basis.EVIDENCE, stmts[d].line))
+                            "release)" + ("; its path waits on a barrier a peer CTA arrives on, which may order the "
+                                          "uses through that CTA: not decided from this CTA's code" if peer else ""),
+                            Basis.ASSUMPTION if peer else Basis.EVIDENCE, stmts[d].line))
     if undecided:
         k.notes.append(Item("lifetime", "whether tensor memory is freed after its last use is not checked: "
                             + "; ".join(dict.fromkeys(undecided[:4])), Basis.ASSUMPTION))
@@ -1424,4 +1432,130 @@ def _flag_not_initialized(barriers: tuple[Barrier, ...]) -> list[Flag]:
                         "undefined (a hang, or a wait that passes on garbage). A stage index that runs one past the "
                         "ring (wrapping at STAGES + 1) lands here: check the counter's wrap against the number of "
                         "barriers initialized", Basis.EVIDENCE, min(st.line for st in sites)))
+    return out
+
+
+_FILLS = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.shared::\w+\.global|cp\.async\.(ca|cg)\.shared)")
+
+
+def _after(k: _Kernel, i: int, threads: frozenset, stop_at_wait: bool = True, trip: bool = False) -> list[int]:
+    """The statements the threads of statement i run after it, up to their next mbarrier
+    wait (on any barrier), along every path; each block once. With `trip`, only the rest of
+    the loop trip i is in: forward edges inside its loop (not around it to the next trip,
+    where a stage fetched ahead, CUTLASS's try-wait token, is another stage)."""
+    stmts = k.stmts
+    body = k.work_loop(i) if trip else set()
+    ends = [k.starts[b + 1] if b + 1 < len(k.starts) else len(stmts) for b in range(len(k.starts))]
+    out: list[int] = []
+    seen: set[int] = set()
+    todo = [(i + 1, k.block_of[i])]
+    while todo:
+        j, bb = todo.pop()
+        stop = False
+        for x in range(j, ends[bb]):
+            q = k.threads(x)
+            if q is not None and not (q & threads):
+                continue
+            if stop_at_wait and stmts[x].opcode.startswith(_WAIT):
+                stop = True
+                break
+            out.append(x)
+        if stop:
+            continue
+        for nb in k.succ[bb]:
+            if trip and (nb not in body or k.starts[nb] <= k.starts[bb]):
+                continue
+            if nb not in seen:
+                seen.add(nb)
+                todo.append((k.starts[nb], nb))
+    return out
+
+
+def _forward(k: _Kernel, a: int, b: int) -> bool:
+    """Statement b follows statement a within one loop trip (forward edges only)."""
+    ba, bb = k.block_of[a], k.block_of[b]
+    if ba == bb:
+        return a < b
+    seen, todo = {ba}, [ba]
+    while todo:
+        x = todo.pop()
+        for y in k.succ[x]:
+            if y == bb:
+                return True
+            if y not in seen and k.starts[y] > k.starts[x]:
+                seen.add(y)
+                todo.append(y)
+    return False
+
+
+def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 14: a role releases a stage (arrives on the barrier whose waiters then fill it:
+    copies into shared memory) and only then uses it, before its next wait: a
+    `tcgen05.commit` onto `empty[s]` followed by the stage's `tcgen05.mma` (the commit
+    tracks only MMAs issued before it), or an arrive followed by an `ld.shared` /
+    `ldmatrix` at addresses inside the ring the fills write (their destinations a stage
+    apart, each thread's address computed from %tid.x and the stage index). The filling
+    role may overwrite what is still being read: a race, no hang. Evidence where the
+    threads and, for loads, the addresses are decided."""
+    stmts = k.stmts
+    out: list[Flag] = []
+    for b in barriers:
+        # what the waiters of b fill after their wait: the destinations of their copies
+        dsts: set[tuple] = set()
+        for w in b.waiters:
+            i = k.stmt_of(w.site)
+            p = k.threads(i) if i is not None else None
+            if i is None or p is None:
+                continue
+            for x in _after(k, i, p):
+                s = stmts[x]
+                if _FILLS.match(s.opcode) and s.operands and (q := k.threads(x)) is not None:
+                    v = k.thread_vals(s.operands[0], q) or k.vals(s.operands[0])
+                    if v is not None and v[1] is not None:
+                        dsts |= {(v[0], o) for o in v[1]}
+        if not dsts:
+            continue
+        span: dict[str | None, tuple[int, int]] = {}
+        for sym in {d[0] for d in dsts}:
+            offs = sorted(o for s_, o in dsts if s_ == sym)
+            if len(offs) >= 2:
+                step = min(y - x for x, y in zip(offs, offs[1:]))
+                span[sym] = (offs[0], offs[-1] + step)
+        for a in b.arrivers:
+            kind = a.kind.removeprefix("remote ")
+            if kind not in ("arrive", "tcgen05.commit"):
+                continue
+            i = k.stmt_of(a.site)
+            p = k.threads(i) if i is not None else None
+            if i is None or p is None:
+                continue
+            used = None
+            if not k.work_loop(i):
+                continue  # a release outside any loop: the last trip's, or a one-time handoff
+            # waits some path from the release meets: a use behind one of them may be another
+            # stage's (Triton's wait skipped on one path, then the next GEMM's MMA)
+            walls = [x for x in _after(k, i, p, stop_at_wait=False, trip=True) if stmts[x].opcode.startswith(_WAIT)]
+            for x in _after(k, i, p, trip=True):
+                if any(_forward(k, w, x) for w in walls):
+                    continue
+                s = stmts[x]
+                if kind == "tcgen05.commit" and s.opcode.startswith("tcgen05.mma"):
+                    used = (x, "the stage's tcgen05.mma, which the commit before it does not track")
+                    break
+                if kind == "arrive" and s.opcode.startswith(("ld.shared", "ldmatrix")) and s.operands and \
+                        s.line not in k.table_reads and (q := k.threads(x)) is not None:
+                    v = k.thread_vals(s.operands[-1], q & p)
+                    if v is not None and v[1] and v[0] in span and all(
+                            span[v[0]][0] <= o < span[v[0]][1] for o in v[1]):
+                        used = (x, f"{s.opcode} of the ring its waiters fill")
+                        break
+            if used is None:
+                continue
+            x, what = used
+            out.append(Flag(14, FLAG_NAMES[14], f"{a.site.role} releases {b.name} ({a.kind}, {_where(a.site)}) and "
+                            f"then reads the stage ({what}, line {stmts[x].line}) before its next wait: the role "
+                            f"waiting on {b.name} may refill the stage while it is still being read (a race, no "
+                            "hang). Release a stage after the last use of it: arrive after the loads, commit after "
+                            "the MMAs that read it", Basis.EVIDENCE, a.site.line))
+            break
     return out

@@ -89,6 +89,10 @@ PLANTED = [
     ("cute_transform_cnt", 2, (f"{D}+{{32,40,48,56}}", "count 129", "5 arrival(s) per phase")),
     # the smem readers' stage counter wraps at 4 on a ring of 5: ab_empty[4] gets only the commit
     ("cute_multicons_stages", 2, (f"{D}+72 get(s) 1", "reach only +{40,48,56,64}", "consumer (warps 6-7)")),
+    # the reducer releases empty[s] before its ld.shared of the stage: the loader may refill it meanwhile
+    ("gluon_zp5_early", 14, (G + "{197168,197176,197184,197192,197200}", "consumer (warps 4-7)", "ld.shared")),
+    # the MMA warp commits onto ab_empty[s] before the stage's MMAs, which the commit does not track
+    ("cute_grouped_relfirst", 14, ("consumer (warp 5)", "tcgen05.commit", "tcgen05.mma")),
     # the epilogue's c-ring counter wraps at 4 on 3 slots: c_full[3] / c_empty[3] were never initialized
     ("gluon_unroll3_wrap4", 13, (G + "196888", G + "196920", "no mbarrier.init initializes it")),
 ]

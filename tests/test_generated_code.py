@@ -52,7 +52,7 @@ CORRECT = ["gemm.ptx", "tcgen05.ptx", "ws_stream.ptx", "triton_plain_matmul.ptx"
            "cute_multicons.ptx", "cute_multicons_scale.ptx", "cute_wgpersist.ptx", "cute_wgpersist_amax.ptx",
            "cute_wgpersist_amaxtail.ptx", "cute_grouped.ptx", "cute_grouped_peek.ptx", "cute_unroll7.ptx",
            "cute_transform.ptx", "tirx_p5.ptx", "tirx_p5r.ptx", "tirx_p5_cfull_warp.ptx",
-           "cutlass_sm100_1sm.ptx", "cutlass_sm100_streamk.ptx", "cutlass_sm100_mxf8.ptx",
+           "cutlass_sm100_1sm.ptx", "cutlass_sm100_2sm.ptx", "cutlass_sm100_streamk.ptx", "cutlass_sm100_mxf8.ptx",
            "cutlass_sm100_grouped.ptx"]
 
 # Planted bugs in newer shapes (fixtures/src/cute/cute_tcgen05_gemm.py, fixtures/src/cute/cute_pipe_*.py,
