@@ -166,7 +166,8 @@ def _job(ops: list[_Op]) -> tuple[str, str]:
     has = lambda p: any(re.match(p, n) for n in names)  # noqa: E731
     loads = [j for p, j in ((r"^UTMALDG", "TMA load"), (r"^UBLKCP\.S\.G", "bulk copy load"),
                             (r"^LDGSTS", "cp.async load")) if has(p)]
-    math = sum(bool(re.match(r"^(FFMA|FMUL|FADD|HFMA2|DFMA)", o.op)) and not constant_move(o) for o in ops)
+    math = sum(bool(re.match(r"^(FFMA|FMUL|FADD|HFMA2|HMUL2|HADD2|DFMA|DMUL|DADD)", o.op)) and not constant_move(o)
+               for o in ops)
     mma = [j for p, j in ((r"^[HQIB]GMMA", "MMA issue (wgmma)"), (r"^UTC[A-Z]*MMA", "MMA issue (tcgen05)"),
                           (r"^[HID]MMA", "MMA (mma.sync)")) if has(p)]
     if not loads and not mma and not math >= 4 and has(r"^LDG") and has(r"^STS"):
@@ -426,10 +427,17 @@ class _Walk:
         parts = name.split(".")
         cmp = next((p for p in parts if p in _CMP), None)
         x, y, c = self._val(st, a[2]), self._val(st, a[3]), self._val(st, a[4])
-        if cmp is None or x is None or y is None or c is None:
+        if cmp is None or x is None or y is None:
             return None
         f = _CMP[cmp]
         res = tuple(f(p, q) if "U32" in parts else f(_s32(p), _s32(q)) for p, q in zip(x, y))
+        if c is None:
+            # the combined predicate is not a warp test (a tile loop's bound, a kernel argument:
+            # CuTe's `warp != 1 || no tile` before the TMA-store warp's EXIT): it is taken as
+            # letting the code run, as the worksheet takes such branches, so the warp test
+            # alone decides the partition
+            return res if ("OR" in parts or "AND" in parts) and a[4] not in ("PT", "UPT") or \
+                a[4] in ("PT", "UPT") else None
         if "OR" in parts:
             return tuple(r or k for r, k in zip(res, c))
         if "AND" in parts:

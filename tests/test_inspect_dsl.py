@@ -207,3 +207,23 @@ def test_triton_metadata_beside_a_cubin_gives_its_dynamic_shared_memory(tmp_path
     shutil.copy(ptx / "gluon_ws_gemm.json", tmp_path / "gluon_ws_gemm.json")
     p = wsperf("inspect", tmp_path / "gluon_ws_gemm.cubin")
     assert "1,024 B static + 131,148 B dynamic" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("name, partition, job", [
+    # `UISETP.NE.U32.OR UP0, UPT, UR24, 0x1, UP0`: warp != 1 or'd with the tile loop's bound, then
+    # `@P0 EXIT`: the TMA-store warp of CuTe's persistent wgmma GEMM
+    ("cute_wgpersist.sm_90a.cubin", "epilogue (warp 1)", "TMA store"),
+    # `UISETP.GT.U32.AND ...; UISETP.LT.OR UP0, UPT, UR13, 0x6, UP0`: the transform warps 6-9,
+    # whose math is HMUL2 on half pairs
+    ("cute_transform.sm_100a.cubin", "consumer (warps 6+)", "FMA math"),
+    # CUTLASS's sm_100 scheduler warp (CLC) and epilogue-load warp, branched to by warp tests
+    # combined with flags of the kernel's parameters
+    ("cutlass_sm100_1sm.sm_100a.cubin", "scheduler (warp 1)", "CLC work fetch"),
+    ("cutlass_sm100_1sm.sm_100a.cubin", "producer (warp 3)", "TMA load"),
+])
+def test_a_warp_test_combined_with_a_uniform_flag_still_splits_the_warps(name, partition, job):
+    """A warp-index compare combined by .OR / .AND with a predicate that is no warp test (a
+    loop bound, a kernel argument) is read as the warp test alone, as the worksheet takes
+    such branches: before, those warps were missing from the partitions (called idle)."""
+    parts = _parts(_static(name))
+    assert partition in parts and (parts[partition][0] or "").startswith(job), parts
