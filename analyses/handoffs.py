@@ -507,12 +507,24 @@ _READ_LABEL = re.compile(r"^(?P<kernel>[^:]+):(?P<barrier>.+)\[(?P<slot>\d+)\]$"
 
 
 def store_mbarrier_words(con: Any, path: Path, gs: list[GeneratedSheet]) -> int:
-    """Write the barrier words of a hang capture into ws_mbarrier_words; how many."""
-    from wsperf.collectors.mbarrier import decode, parse_reads
+    """Write the barrier words of a hang capture into ws_mbarrier_words, and the hung warps'
+    waits read from their registers into ws_live_waits; how many words."""
+    from wsperf.collectors.mbarrier import decode, parse_reads, parse_waits
 
     with open(path, "rb") as f:
-        reads = parse_reads(f.read(8 << 20).decode("utf-8", "replace"))
+        text = f.read(8 << 20).decode("utf-8", "replace")
+    reads = parse_reads(text)
+    waits = []
+    for lw, r in _joined_waits(reads, parse_waits(text)):
+        m = _READ_LABEL.match(r.label) if r is not None else None
+        q = decode(r.word).phase_parity if r is not None and r.word is not None else None
+        waits.append([m["kernel"] if m else None, m["barrier"] if m else None, int(m["slot"]) if m else None,
+                      *lw.block, lw.warp, lw.offset, lw.instruction, lw.address, lw.parity, q,
+                      None if q is None or lw.parity is None else q != lw.parity])
     con.execute(read_query(SCHEMA.removesuffix(".sql")))
+    con.execute("DELETE FROM ws_live_waits")
+    if waits:
+        con.executemany("INSERT INTO ws_live_waits VALUES (" + ", ".join("?" * 13) + ")", waits)
     inits = {(g.sheet.kernel, b.name): {c for _, c in b.inits if c is not None} for g in gs for b in g.sheet.barriers}
     rows = []
     for r in reads:
@@ -568,7 +580,7 @@ def deadlock(ev: Any) -> DeadlockReport:
         joined.append((who, g.source or (h.source if h.source != "?" else f"{g.function}+{g.offset:#x}"), h))
     causes = deadlock_causes(joined)
     live, unread = live_states(ev, found)
-    causes = live + causes
+    causes = live_waits(ev, found) + live + causes
     # Warps at a block barrier inside one role: the worksheet's flag 3 names it, first.
     barred = []
     for k, g in enumerate(groups):
@@ -678,6 +690,92 @@ def live_states(ev: Any, found: list[WaitHandoff | None]) -> tuple[list[Item], l
                      "parity 0 blocks until its first phase completes")
         items.append(Item("cause", text, Basis.EVIDENCE))
     return items, problems
+
+
+def _joined_waits(reads: list, waits: list) -> list[tuple[Any, Any]]:
+    """Each live wait with the word read at its address in its CTA (None: none read)."""
+    at = {(r.block, r.address): r for r in reads}
+    return [(w, at.get((w.block, w.address)) if w.address is not None else None) for w in waits]
+
+
+def live_waits(ev: Any, found: list | None = None) -> list[Item]:
+    """What the hung warps' registers say they wait for, joined with the barrier words read
+    in the same CTA: one item per (CTA, barrier, parity) of the first CTA read, with its
+    warps. A warp that spins on a wait for a phase the word shows complete is the
+    contradiction a wrong parity (or a wait on another barrier than the one named) gives."""
+    path = getattr(ev, "mbarriers", None)
+    if path is None:
+        return []
+    from wsperf.collectors.mbarrier import decode, parse_reads, parse_waits
+
+    try:
+        with open(path, "rb") as f:
+            text = f.read(8 << 20).decode("utf-8", "replace")
+    except OSError:
+        return []
+    reads = parse_reads(text)
+    joined = [(w, r) for w, r in _joined_waits(reads, parse_waits(text))
+              if w.address is not None and w.parity is not None]
+    if not joined:
+        return []
+    first = joined[0][0].block
+    # nothing has happened on any barrier read in this CTA: no phase completed, no arrival,
+    # no bytes; the waits are then each role's first
+    untouched = all((d := decode(r.word)).phase_parity == 0 and d.pending_arrivals == d.expected and not d.pending_tx
+                    for r in reads if r.block == first and r.word is not None)
+    groups: dict[tuple, list[int]] = {}
+    for w, r in joined:
+        if w.block == first:
+            label = r.label.split(":", 1)[1] if r is not None else None
+            groups.setdefault((w.address, w.parity, label, r.word if r is not None else None), []).append(w.warp)
+    others = len({w.block for w, _ in joined} - {first})
+    # the worksheet's role of the warps that wait on a barrier (the deadlock report's join)
+    role_of = {h.barrier: h.role for h in (found or []) if h is not None}
+    items = []
+    for (addr, parity, label, word), warps in groups.items():
+        barrier = label.rsplit("[", 1)[0] if label else None
+        role = role_of.get(barrier) if barrier else None
+        who = f"warp(s) {_warp_list(warps)} of CTA {first}" + (f" ({role.split(' (', 1)[0]})" if role else "")
+        name = f"{label} ({addr:#x})" if label else f"the barrier at shared address {addr:#x}"
+        text = f"{who} spin on {name} waiting for parity {parity} (read from their registers during the hang)"
+        if word is None:
+            items.append(Item("cause", text + "; no word was read at that address", Basis.EVIDENCE))
+            continue
+        d = decode(word)
+        if d.phase_parity == parity:
+            done = d.expected - d.pending_arrivals
+            text += (f": the barrier is in that phase, {done} of {d.expected} arrival(s) in"
+                     + (f", {d.pending_tx:,} tx byte(s) outstanding" if d.pending_tx else "")
+                     + ", so they wait for it to complete")
+            if parity == 0 and d.pending_arrivals == d.expected and not d.pending_tx:
+                if role and role.startswith("producer") and untouched:
+                    text += ("; no barrier read in this CTA has had an arrival yet, so this is the producer's "
+                             "first wait: it waits for its consumers' release of a stage it has not filled. A "
+                             "producer's first wait on a fresh 'empty' barrier must pass at once: it asks for parity "
+                             "0 where it needs 1 (phase ^ 1): the wrong parity is this wait's")
+                elif role is None:
+                    text += ("; no arrival has reached it yet: if these warps fill the stage it guards, their first "
+                             "wait should ask for parity 1 (phase ^ 1), which passes on a fresh barrier")
+                else:
+                    text += "; no arrival has reached it yet"
+        else:
+            text += (f", but the barrier's phase in progress has parity {d.phase_parity}: the phase with parity "
+                     f"{parity} has completed, so a wait for it passes at once, yet they still spin: the parity "
+                     "they ask for is not the one the phase they need has (a wrong parity), or the wait is on "
+                     "another barrier than the one named")
+        items.append(Item("cause", text + (f"; {others} other CTA(s) read" if others else ""), Basis.EVIDENCE))
+    return items
+
+
+def _warp_list(warps: list[int]) -> str:
+    ws = sorted(set(warps))
+    runs: list[list[int]] = []
+    for w in ws:
+        if runs and w == runs[-1][-1] + 1:
+            runs[-1].append(w)
+        else:
+            runs.append([w])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def races(ev: Any, corr: CorrectnessReport) -> tuple[ReleaseClass, ...]:

@@ -121,7 +121,8 @@ def parse_reads(text: str) -> list[BarrierRead]:
 
 # a try-wait (or test-wait) on an mbarrier's phase: `SYNCS.PHASECHK.TRANS64.TRYWAIT P1,
 # [R35+URZ+0xc040], R4`: the predicate it sets, the address, the parity operand
-_PHASECHK = re.compile(r"SYNCS\.PHASECHK\.TRANS64(?:\.TRYWAIT)?\s+U?P\w+\s*,\s*\[(?P<addr>[^\]]+)\]\s*,\s*"
+# (cuda-gdb prints it without the spaces: `TRYWAIT P2[UR16+0xc060],R2`)
+_PHASECHK = re.compile(r"SYNCS\.PHASECHK\.TRANS64(?:\.TRYWAIT)?\s+U?P\w+\s*,?\s*\[(?P<addr>[^\]]+)\]\s*,\s*"
                        r"(?P<parity>U?R\d+|U?RZ|0x[0-9a-fA-F]+|\d+)")
 _WAIT_MARK = re.compile(r"^==== wait block \((\d+),(\d+),(\d+)\) warp (\d+)\s*$")
 _INSN = re.compile(r"^(=>)?\s*0x([0-9a-fA-F]+)\s*<[^>]*\+(\d+)>:\s*(.*?)\s*$")
@@ -137,7 +138,14 @@ class LiveWait:
     offset: int | None  # the try-wait's offset in its function (None: no try-wait before the PC)
     instruction: str | None
     address: int | None  # the barrier's shared-window address (None: a register it needs was not read)
-    parity: int | None  # the parity the wait asks for (bit 0 of its operand)
+    parity: int | None  # the parity the wait asks for (bit 31 of its operand: _PARITY)
+
+
+# The phase check's parity operand holds the parity in bit 31, measured on the H200: the
+# waits of fixtures/evidence/bulk_missing_tx read 0x80000000 on barriers whose word shows
+# phase parity 1 in progress (waiting for it), those of deadlock_ptx and the Gluon kernels 0
+# on barriers in phase 0. Any other value is not read as a parity.
+_PARITY = {0: 0, 0x80000000: 1}
 
 
 def wait_commands(block: tuple[int, int, int], warp: int) -> list[str]:
@@ -182,7 +190,8 @@ def parse_waits(text: str) -> list[LiveWait]:
         parts = [_operand(t, regs) for t in re.split(r"\+", m["addr"].replace("-", "+-")) if t.strip()]
         addr = sum(p for p in parts if p is not None) & 0xFFFFFFFF if None not in parts else None
         par = _operand(m["parity"], regs)
-        out.append(LiveWait(cur[0], cur[1], off, ins, addr, par & 1 if par is not None else None))
+        out.append(LiveWait(cur[0], cur[1], off, ins, addr, _PARITY.get(par & 0xFFFFFFFF) if par is not None
+                            else None))
 
     for line in text.splitlines():
         s = line.strip()

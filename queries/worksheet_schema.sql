@@ -76,3 +76,23 @@ CREATE TABLE IF NOT EXISTS ws_mbarrier_words (
     pending_tx BIGINT,            -- tx bytes still owed (negative: completed before expected)
     confirmed BOOLEAN NOT NULL
 );
+
+-- The waits the hung warps spin on, read from their registers while cuda-gdb was attached
+-- (collect's hang/mbarriers.txt, `==== wait` sections; collectors/mbarrier.parse_waits): the
+-- phase check before each warp's PC, the barrier address its operands compute and the
+-- parity it asks for, joined with the word read at that address in the same CTA.
+CREATE TABLE IF NOT EXISTS ws_live_waits (
+    kernel VARCHAR,               -- the kernel whose barrier was read there (NULL: no word read at that address)
+    barrier VARCHAR,              -- ws_barriers.barrier (NULL: as above)
+    slot INTEGER,
+    block_x INTEGER NOT NULL,
+    block_y INTEGER NOT NULL,
+    block_z INTEGER NOT NULL,
+    warp INTEGER NOT NULL,        -- the warp index in its CTA
+    sass_offset INTEGER,          -- the phase check's offset in its function (NULL: none before the PC)
+    instruction VARCHAR,          -- the phase check, as cuda-gdb disassembled it
+    address UBIGINT,              -- the barrier's shared-window address (NULL: a register was not read)
+    parity INTEGER,               -- the parity the wait asks for
+    phase_parity INTEGER,         -- the parity of the phase in progress, from the word (NULL: none read)
+    contradiction BOOLEAN         -- the word says the phase waited for has completed, yet the warp spins
+);

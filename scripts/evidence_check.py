@@ -53,6 +53,11 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
         seen.append(f"live states {len(live)}: {[str(c.get('text'))[:220] for c in live]}")
         if not (bundle / "hang" / "mbarriers.txt").is_file() or not live:
             fails.append("no live barrier state read during the hang")
+        # each hung warp's wait read from its registers: the producer's wrong first parity
+        waits = [str(c.get("text")) for c in causes if "read from their registers" in str(c.get("text"))]
+        seen.append(f"live waits {[w[:160] for w in waits]}")
+        if not waits or (name == "gluon_phase" and not any("the wrong parity is this wait's" in w for w in waits)):
+            fails.append("no live wait read from the warps' registers (or, for the phase bug, not named)")
     elif name in ("triton_split", "triton_split_ok"):
         causes = (doc or {}).get("causes", [])
         seen.append(f"outcome {manifest.get('outcome')}; causes "
@@ -86,6 +91,8 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
         seen.append(f"live states {[str(c.get('text'))[:220] for c in live]}")
         if not live:
             fails.append("no live barrier state (static shared barriers)")
+        if name == "deadlock_ptx" and not any("read from their registers" in str(c.get("text")) for c in causes):
+            fails.append("no live wait read from the warps' registers")
     elif name.startswith("release_"):
         rel = sorted({r["release"] for r in (doc or {}).get("releases", [])})
         caveats = (doc or {}).get("caveats", [])
