@@ -578,6 +578,66 @@ class _Kernel:
         finally:
             self._busy = busy
 
+    def trip_vals(self, op: str, i: int) -> Val:
+        """(symbol, values) of address `op` at statement i over the trips of the counted loop
+        holding i (`trip_count`), when its one loop-carried index starts from a constant
+        before the loop and is updated once a trip from itself: CuTe's prologue that releases
+        3 stages of a ring of 4 (`s = s + 1 == 4 ? 0 : s + 1`, 3 trips) reaches stages 0-2,
+        where `vals` gives all four. None when the PTX does not give it so."""
+        trips = self.trip_count(i)
+        form = self._linear(op.strip().strip("[]").strip(), 0)
+        if trips is None or form is None or trips > _MAX_VALUES:
+            return None
+        sym, coeffs, const = form
+        body = self.loop_blocks(i)
+        carried = [r for r, c in coeffs.items() if c and any(self.block_of[self.index[id(d)]] in body
+                                                                for d in self.defs.get(r, ()))]
+        if len(carried) != 1:
+            return None
+        r = carried[0]
+        ds = self.defs.get(r, ())
+        inside = [d for d in ds if self.block_of[self.index[id(d)]] in body]
+        outside = [d for d in ds if d not in inside]
+        start = self.first_value(r)
+        if len(inside) != 1 or not outside or start is None:
+            return None
+        rest = self._spread(const, [(x, c) for x, c in coeffs.items() if c and x != r])
+        if rest is None:
+            return None
+        cur, seen = start, [start]
+        busy, self._busy = self._busy, {r}
+        try:
+            for _ in range(trips - 1):
+                known = set(self._vals)
+                self._vals[r] = (None, frozenset({cur}))
+                v = self._decided_def(inside[0])
+                for key in set(self._vals) - known:
+                    del self._vals[key]
+                self._vals.pop(r, None)
+                if v is None or v[0] is not None or v[1] is None or len(v[1]) != 1:
+                    return None
+                cur = next(iter(v[1]))
+                seen.append(cur)
+        finally:
+            self._busy = busy
+            self._vals.pop(r, None)
+        return sym, frozenset(x + coeffs[r] * y for x in rest for y in seen)
+
+    def _decided_def(self, d: Stmt) -> Val:
+        """`_val_def` of d, with a `selp` whose predicate compares two single values decided
+        (the wrap `selp s, 0, n, (n == N)` at one value of n picks one arm, not both)."""
+        if d.opcode.startswith("selp") and len(d.operands) == 4:
+            flag = self.defs.get(d.operands[3], [])
+            if len(flag) == 1 and not flag[0].guard and len(flag[0].operands) == 3 and flag[0].opcode.startswith("setp"):
+                x, y = (self.vals(o) for o in flag[0].operands[1:])
+                cmp = {"eq": lambda p, q: p == q, "ne": lambda p, q: p != q, "lt": lambda p, q: p < q,
+                       "ge": lambda p, q: p >= q, "gt": lambda p, q: p > q, "le": lambda p, q: p <= q}.get(
+                    flag[0].opcode.split(".")[1])
+                if cmp and x and y and x[0] is None and y[0] is None and x[1] and y[1] and len(x[1]) == 1 \
+                        and len(y[1]) == 1:
+                    return self.vals(d.operands[1 if cmp(next(iter(x[1])), next(iter(y[1]))) else 2])
+        return self._val_def(d, 1)
+
     def _local_def(self, reg: str, s: Stmt) -> Stmt | None:
         """The definition of `reg` that statement s reads when `reg` is written several
         times and the last write before s lies in s's own block (unguarded); else None."""
@@ -1224,6 +1284,12 @@ class _Kernel:
             base, ops = x.opcode.split(".")[0], x.operands[1:]
             if not inside and base == "mov" and len(ops) == 1 and re.fullmatch(r"-?\d+", ops[0]):
                 start = int(ops[0]) if start is None else None
+            elif not inside and base == "mov" and len(ops) == 1 and (src := self._local_def(ops[0].strip(), x)) \
+                    is not None and src.opcode.startswith("mov") and len(src.operands) == 2 and \
+                    re.fullmatch(r"-?\d+", src.operands[1].strip()):
+                # a copy of a register set from a constant just before (`mov %r109, 0; mov %r110,
+                # %r109`), which another loop then steps
+                start = int(src.operands[1]) if start is None else None
             elif inside and base == "add" and len(ops) == 2 and c in ops and re.fullmatch(r"-?\d+", ops[1 - ops.index(c)]):
                 step = int(ops[1 - ops.index(c)]) if step is None else None
             else:

@@ -806,15 +806,33 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
         bw, ba = k.block_of[w[1]], k.block_of[a[1]]
         return bool(w[2] & a[2]) and bw in dom[ba] and (bw != ba or w[1] < a[1])
 
+    # where a wait and every arrival on its barrier name the barriers they reach (decided
+    # addresses), phase 0 must complete on each barrier of the ring the wait walks: consumers
+    # that release 3 of 4 stages ahead leave the producer's fourth wait blocked
+    slot_of = {i: w.slots for n_, i, _, _, w in waits}  # type: ignore[attr-defined]
+    arr_slots = {i: b_a.slots for b in barriers for b_a in b.arrivers if (i := k.stmt_of(b_a.site)) is not None}
     changed = True
     while changed:
         changed = False
         fired: dict[int, int] = {}
+        per_slot: dict[int, dict[int, int] | None] = {}
         for a in arrivals:
             if not any(w[1] in blocked and dominated(w, a) for w in waits):
                 fired[a[0]] = fired.get(a[0], 0) + a[3]
+                got = arr_slots.get(a[1])
+                if not got or per_slot.get(a[0], {}) is None:
+                    per_slot[a[0]] = None
+                else:
+                    d = per_slot.setdefault(a[0], {})
+                    for o in got:
+                        d[o] = d.get(o, 0) + a[3]  # type: ignore[index]
         for w in waits:
             if w[1] in blocked and fired.get(w[0], 0) >= need.get(w[0], 1 << 62):
+                ps, ws_ = per_slot.get(w[0]), slot_of.get(w[1])
+                if ps is not None and ws_ and len(ws_) > 1 and all(
+                        arr_slots.get(a[1]) for a in arrivals if a[0] == w[0]) and any(
+                        ps.get(o, 0) < need[w[0]] for o in ws_):
+                    continue
                 blocked.discard(w[1])
                 changed = True
     stuck = [w for w in waits if w[1] in blocked and any(a[0] == w[0] for a in arrivals)]

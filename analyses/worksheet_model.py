@@ -62,6 +62,7 @@ class Arrive:
 class Wait:
     site: Site
     parity: str | None
+    slots: tuple[int, ...] = ()  # the barriers it may wait on, where the PTX decides them (Arrive.slots)
 
 
 @dataclass(frozen=True)
