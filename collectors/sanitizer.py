@@ -342,7 +342,7 @@ def _findings(rec: ET.Element, idx: int, kind: str, tool: str | None) -> list[Sa
     base: dict[str, Any] = {
         "record_idx": idx, "part_idx": 0, "tool": tool, "kind": kind,
         "severity": level.lower() if level else None,
-        "message": _text(what, "text") or "",
+        "message": _capped(_text(what, "text") or ""),
         "memory_space": _text(what, "space") or _TOOL_SPACE.get(_KIND_TOOL.get(kind, "")),
     }
     if kind == "Analysis":
@@ -405,6 +405,18 @@ def _where(w: ET.Element | None) -> dict[str, Any]:
         return {"kernel": None, "source_file": None, "source_line": None, "pc_offset": None}
     return {"kernel": _text(w, "func"), "source_file": _text(w, "path"), "source_line": _int(w, "line"),
             "pc_offset": _int(w, "pc")}
+
+
+# A message longer than this is cut where it is read: nothing a reader needs from
+# compute-sanitizer's text runs that long, and a hostile 24 MB one rendered quadratically
+# (4 MB: 5 s, 50 MB: over 14 minutes). The whole text stays in the XML.
+MESSAGE_CAP = 4096
+
+
+def _capped(text: str) -> str:
+    if len(text) <= MESSAGE_CAP:
+        return text
+    return f"{text[:MESSAGE_CAP]} … ({len(text) - MESSAGE_CAP:,} more characters: the whole text is in the XML)"
 
 
 def _text(e: ET.Element, tag: str) -> str | None:
