@@ -122,6 +122,9 @@ def read_bundle(root: str | os.PathLike[str]) -> Bundle:
         raise BundleError(f"{where}: cannot read the manifest ({type(e).__name__}: {e})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("runs"), list):
         raise BundleError(f"{where}: not a wsperf bundle manifest of format {FORMAT}")
+    if len(doc["runs"]) > MAX_RUNS:
+        raise BundleError(f"{where}: {len(doc['runs']):,} runs; collect writes a few dozen at most (each tool, its "
+                          f"retry, the profile): more than {MAX_RUNS:,} is not a manifest collect wrote")
     known = set(RunRecord.__dataclass_fields__)
     runs = []
     for i, r in enumerate(doc["runs"]):
@@ -143,6 +146,10 @@ def read_bundle(root: str | os.PathLike[str]) -> Bundle:
 
 
 MAX_MANIFEST_BYTES = 16 << 20
+# A manifest lists each run of a tool: a handful of phases, four sanitizer tools with one
+# retry each, the profile. 20,000 runs (under the size cap) took minutes to check, one
+# sanitizer XML read per run.
+MAX_RUNS = 1000
 
 
 def _is_int(v: Any) -> bool:
