@@ -875,8 +875,6 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
     reads) pass legitimately. `waits` are flag 7's first trips (barrier index, statement,
     warps, first-trip parity, Wait). Evidence: the parity and the read are both decided."""
     stmts = k.stmts
-    n = len(stmts)
-    ends = [k.starts[b + 1] if b + 1 < len(k.starts) else n for b in range(len(k.starts))]
     out: list[Flag] = []
     done: set[int] = set()
     # shared addresses a plain store writes, each one decided value: variables, not stages
@@ -910,30 +908,8 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
             v = k.thread_vals(stmts[x].operands[-1], k.threads(x) & p)  # type: ignore[operator]
             return v is not None and v[1] is not None and any(
                 sym == v[0] and offs & v[1] for sym, offs in stored)
-        # the waiting thread's code up to its next wait (on any barrier)
-        seen: set[int] = set()
-        todo = [(i + 1, k.block_of[i])]
-        read = None
-        while todo and read is None:
-            j, bb = todo.pop()
-            stop = False
-            for x in range(j, ends[bb]):
-                o = stmts[x].opcode
-                if o.startswith(_WAIT):
-                    stop = True
-                    break
-                q = k.threads(x)
-                if q is not None and p is not None and not (q & p):
-                    continue
-                if reads(x):
-                    read = x
-                    break
-            if stop or read is not None:
-                continue
-            for nb in k.succ[bb]:
-                if nb not in seen:
-                    seen.add(nb)
-                    todo.append((k.starts[nb], nb))
+        # the waiting thread's code up to its next wait (on any barrier, by any thread)
+        read = next((x for x in _after(k, i, p, any_wait=True) if reads(x)), None)
         if read is None:
             continue
         done.add(bn)
@@ -1456,11 +1432,14 @@ def _flag_not_initialized(barriers: tuple[Barrier, ...]) -> list[Flag]:
 _FILLS = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.shared::\w+\.global|cp\.async\.(ca|cg)\.shared)")
 
 
-def _after(k: _Kernel, i: int, threads: frozenset, stop_at_wait: bool = True, trip: bool = False) -> list[int]:
-    """The statements the threads of statement i run after it, up to their next mbarrier
-    wait (on any barrier), along every path; each block once. With `trip`, only the rest of
-    the loop trip i is in: forward edges inside its loop (not around it to the next trip,
-    where a stage fetched ahead, CUTLASS's try-wait token, is another stage)."""
+def _after(k: _Kernel, i: int, threads: frozenset | None, stop_at_wait: bool = True, trip: bool = False,
+           any_wait: bool = False) -> list[int]:
+    """The statements the threads of statement i run after it (None: every thread's), up to
+    their next mbarrier wait (on any barrier; with `any_wait`, a wait any thread runs),
+    along every path, in the order a depth-first walk meets them; each block once. With
+    `trip`, only the rest of the loop trip i is in: forward edges inside its loop (not
+    around it to the next trip, where a stage fetched ahead, CUTLASS's try-wait token, is
+    another stage)."""
     stmts = k.stmts
     body = k.work_loop(i) if trip else set()
     ends = [k.starts[b + 1] if b + 1 < len(k.starts) else len(stmts) for b in range(len(k.starts))]
@@ -1471,8 +1450,11 @@ def _after(k: _Kernel, i: int, threads: frozenset, stop_at_wait: bool = True, tr
         j, bb = todo.pop()
         stop = False
         for x in range(j, ends[bb]):
+            if any_wait and stop_at_wait and stmts[x].opcode.startswith(_WAIT):
+                stop = True
+                break
             q = k.threads(x)
-            if q is not None and not (q & threads):
+            if q is not None and threads is not None and not (q & threads):
                 continue
             if stop_at_wait and stmts[x].opcode.startswith(_WAIT):
                 stop = True
