@@ -580,7 +580,7 @@ def deadlock(ev: Any) -> DeadlockReport:
         joined.append((who, g.source or (h.source if h.source != "?" else f"{g.function}+{g.offset:#x}"), h))
     causes = deadlock_causes(joined)
     live, unread = live_states(ev, found)
-    causes = live_waits(ev, found) + live + causes
+    causes = live + live_waits(ev, found) + causes
     # Warps at a block barrier inside one role: the worksheet's flag 3 names it, first.
     barred = []
     for k, g in enumerate(groups):

@@ -5,6 +5,7 @@ variables, Triton's own sm_90 split copy, and a torch extension's kernel
 from __future__ import annotations
 
 import json
+import re
 
 from support import ROOT, wsperf
 
@@ -23,7 +24,9 @@ def test_a_missing_expect_tx_hang_shows_the_bytes_no_expect_tx_announced():
     doc = _analyze("bulk_missing_tx", 4)
     first = doc["causes"][0]
     assert first["basis"] == "evidence" and first["text"].startswith("live state of full")
-    assert "1 of 1 arrival(s) in, 0 pending, -12,288 tx byte(s) outstanding" in first["text"]
+    # (how far the bytes ran ahead depends on when the hang was read: -12,288 / -8,192 in one
+    # capture, -8,192 in both barriers in the next)
+    assert re.search(r"1 of 1 arrival\(s\) in, 0 pending, -[\d,]+ tx byte\(s\) outstanding", first["text"])
     assert "more than any expect_tx announced" in first["text"]
     assert any(c["basis"] == "evidence" and "nothing announces them" in c["text"] for c in doc["causes"])
 
