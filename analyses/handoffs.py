@@ -579,8 +579,10 @@ def deadlock(ev: Any) -> DeadlockReport:
         who = f"{role}s ({h.role.split(' (', 1)[1].rstrip(')')})" if " (" in h.role else h.role
         joined.append((who, g.source or (h.source if h.source != "?" else f"{g.function}+{g.offset:#x}"), h))
     causes = deadlock_causes(joined)
-    live, unread = live_states(ev, found)
-    causes = live + live_waits(ev, found) + causes
+    text, unread = _capture_text(ev)
+    live, bad = live_states(text, found) if text is not None else ([], [])
+    unread += bad
+    causes = live + (live_waits(text, found) if text is not None else []) + causes
     # Warps at a block barrier inside one role: the worksheet's flag 3 names it, first.
     barred = []
     for k, g in enumerate(groups):
@@ -635,19 +637,26 @@ def barrier_sites(root: Path) -> list[tuple[str, int]]:
     return out
 
 
-def live_states(ev: Any, found: list[WaitHandoff | None]) -> tuple[list[Item], list[str]]:
-    """What the barriers the hung warps wait on held during the hang (the words cuda-gdb
-    read, decoded), and the words that could not be taken as their barrier's."""
+def _capture_text(ev: Any) -> tuple[str | None, list[str]]:
+    """The hang capture's barrier words and waits (hang/mbarriers.txt, its first 8 MiB), read
+    once for the deadlock report; None and the problem when it cannot be read."""
     path = getattr(ev, "mbarriers", None)
     if path is None:
-        return [], []
-    from wsperf.collectors.mbarrier import decode, parse_reads
-
+        return None, []
     try:
         with open(path, "rb") as f:
-            reads = parse_reads(f.read(8 << 20).decode("utf-8", "replace"))
+            return f.read(8 << 20).decode("utf-8", "replace"), []
     except OSError as e:
-        return [], [f"{path}: {e.strerror or e}"]
+        return None, [f"{path}: {e.strerror or e}"]
+
+
+def live_states(text: str, found: list[WaitHandoff | None]) -> tuple[list[Item], list[str]]:
+    """What the barriers the hung warps wait on held during the hang (the words cuda-gdb
+    read, decoded, from the capture's `text`), and the words that could not be taken as
+    their barrier's."""
+    from wsperf.collectors.mbarrier import decode, parse_reads
+
+    reads = parse_reads(text)
     items: list[Item] = []
     problems: list[str] = []
     seen: set[str] = set()
@@ -698,21 +707,14 @@ def _joined_waits(reads: list, waits: list) -> list[tuple[Any, Any]]:
     return [(w, at.get((w.block, w.address)) if w.address is not None else None) for w in waits]
 
 
-def live_waits(ev: Any, found: list | None = None) -> list[Item]:
-    """What the hung warps' registers say they wait for, joined with the barrier words read
-    in the same CTA: one item per (CTA, barrier, parity) of the first CTA read, with its
-    warps. A warp that spins on a wait for a phase the word shows complete is the
-    contradiction a wrong parity (or a wait on another barrier than the one named) gives."""
-    path = getattr(ev, "mbarriers", None)
-    if path is None:
-        return []
+def live_waits(text: str, found: list | None = None) -> list[Item]:
+    """What the hung warps' registers say they wait for (the capture's `text`), joined with
+    the barrier words read in the same CTA: one item per (CTA, barrier, parity) of the first
+    CTA read, with its warps. A warp that spins on a wait for a phase the word shows
+    complete is the contradiction a wrong parity (or a wait on another barrier than the one
+    named) gives."""
     from wsperf.collectors.mbarrier import decode, parse_reads, parse_waits
 
-    try:
-        with open(path, "rb") as f:
-            text = f.read(8 << 20).decode("utf-8", "replace")
-    except OSError:
-        return []
     reads = parse_reads(text)
     joined = [(w, r) for w, r in _joined_waits(reads, parse_waits(text))
               if w.address is not None and w.parity is not None]

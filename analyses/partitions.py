@@ -436,8 +436,7 @@ class _Walk:
             # CuTe's `warp != 1 || no tile` before the TMA-store warp's EXIT): it is taken as
             # letting the code run, as the worksheet takes such branches, so the warp test
             # alone decides the partition
-            return res if ("OR" in parts or "AND" in parts) and a[4] not in ("PT", "UPT") or \
-                a[4] in ("PT", "UPT") else None
+            return res if "OR" in parts or "AND" in parts else None
         if "OR" in parts:
             return tuple(r or k for r, k in zip(res, c))
         if "AND" in parts:

@@ -501,22 +501,23 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             " in CTA 0 (mapa: this CTA)" if stmts[i].line in own else " (mapa to its own rank)" if stmts[i].line in self_rank
             else "")
         s = stmts[i]
+        # the barriers it reaches, where its address decides them (not a ring taken as an
+        # assumption, not a peer's): Wait.slots / Arrive.slots
+        reach = {x[1] for x in c} if sym is not None and i not in assumed and peer is None and all(
+            x[1] is not None for x in c) else set()
         if ".multicast" in s.opcode:
             addr += " in every CTA of its mask (multicast)"
         if kind == "init":
             cnt = k.value(s.operands[1]) if len(s.operands) > 1 else None
             g["inits"].append((site(i, addr), cnt(0) if cnt else None))
         elif kind == "wait":
-            decided = sym is not None and i not in assumed and peer is None and all(x[1] is not None for x in c)
             g["wait"].append(Wait(site(i, addr), _shown(k, s.operands[2]) if ".parity" in s.opcode
-                                  and len(s.operands) > 2 else None,
-                                  tuple(sorted({x[1] for x in c})) if decided else ()))
+                                  and len(s.operands) > 2 else None, tuple(sorted(reach))))
         elif kind == "inval":
             g["inval"].append(site(i, addr))
         else:
             a = _arrive(k, i, site(i, addr))
-            if sym is not None and i not in assumed and peer is None and all(x[1] is not None for x in c):
-                reach = {x[1] for x in c}
+            if reach:
                 # a counted loop's trips may reach fewer barriers than the index can name
                 tv = k.trip_vals(op, i) if a.loop and len(reach) > 1 else None
                 if tv is not None and tv[0] == sym and tv[1] and tv[1] < reach:

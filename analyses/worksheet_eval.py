@@ -1315,13 +1315,16 @@ class _Kernel:
     def _spin(self, body: set[int]) -> bool:
         """A wait's spin loop (a try-wait and the branches around it, nothing else), or
         Triton's dispatch loop (it reads the partition table: each pass runs another
-        specialized region, not another trip of one)."""
-        stmts = [self.stmts[x] for x in range(len(self.stmts)) if self.block_of[x] in body]
-        if any(s.line in self.table_reads for s in stmts):
-            return True
-        ops = [s.opcode for s in stmts]
-        return any(o.startswith(_WAIT) for o in ops) and all(
-            o.startswith(_WAIT) or o.split(".")[0] in ("bra", "nanosleep", "setp", "selp", "mov") for o in ops)
+        specialized region, not another trip of one). Decided once per loop."""
+        memo = self.__dict__.setdefault("_spin_memo", {})
+        key = id(body)  # the bodies are loop_bodies' own sets, kept for the kernel's life
+        if key not in memo:
+            stmts = [self.stmts[x] for x in range(len(self.stmts)) if self.block_of[x] in body]
+            ops = [s.opcode for s in stmts]
+            memo[key] = any(s.line in self.table_reads for s in stmts) or (
+                any(o.startswith(_WAIT) for o in ops) and all(
+                    o.startswith(_WAIT) or o.split(".")[0] in ("bra", "nanosleep", "setp", "selp", "mov") for o in ops))
+        return memo[key]
 
     def loop_depth(self, i: int) -> int:
         """How many loops hold statement i (0: none; a K loop inside a tile loop: 2), a
