@@ -3,7 +3,7 @@
 Per kernel (`.entry`): roles (branches on %tid.x-derived warp/warpgroup/lane conditions
 and elect.sync, named by what they contain), storage (.shared buffers, tensor memory),
 handoffs (every mbarrier: init count, who arrives, who waits, fences) and lifetimes, and
-the known mistakes visible statically (`Flag`, codes 1-14, `FLAG_NAMES`). Items reuse the correctness
+the known mistakes visible statically (`Flag`, codes 1-15, `FLAG_NAMES`). Items reuse the correctness
 worksheet's `Item` / `Basis`: `evidence` is read from the PTX, `assumption` is inferred.
 
 How populations are derived: each register defined once from %tid.x by mov / shr / shl /
@@ -43,7 +43,8 @@ from wsperf.analyses.worksheet_eval import _dest, _Kernel, _warps
 from wsperf.analyses.worksheet_flags import (_flag_cluster_init, _flag_counts, _flag_cta_barrier,
                                              _flag_init_in_role, _flag_phase_order, _flag_proxy_fence,
                                              _flag_not_initialized, _flag_parity_never_flips,
-                                             _flag_released_before_use, _flag_tmem_freed_early, _flag_tx_bytes)
+                                             _flag_never_waited, _flag_released_before_use, _flag_tmem_freed_early,
+                                             _flag_tx_bytes)
 from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Arrive, Barrier, Flag, KernelSheet,
                                              Site, Wait, Worksheet, _fmt, _local)
 from wsperf.collectors.errors import InputError
@@ -350,6 +351,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
     flags += _flag_parity_never_flips(k, barriers)
     flags += _flag_not_initialized(barriers)
     flags += _flag_released_before_use(k, barriers)
+    flags += _flag_never_waited(k, barriers)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
                        tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines(),
                        _unchecked(k, barriers))

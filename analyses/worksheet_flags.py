@@ -1,4 +1,4 @@
-"""The mistakes a worksheet flags statically (codes 1-14, `FLAG_NAMES`): an mbarrier
+"""The mistakes a worksheet flags statically (codes 1-15, `FLAG_NAMES`): an mbarrier
 initialized inside a role, arrival counts that do not match the init count, a CTA
 barrier inside one role's branch (ids in registers resolved), tensor memory not freed, a
 generic-proxy store read by the async proxy without fence.proxy.async (on the storing
@@ -1502,6 +1502,7 @@ def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list
     for b in barriers:
         # what the waiters of b fill after their wait: the destinations of their copies
         dsts: set[tuple] = set()
+        fills = False  # the waiters copy into shared memory (the destinations decided or not)
         for w in b.waiters:
             i = k.stmt_of(w.site)
             p = k.threads(i) if i is not None else None
@@ -1510,10 +1511,11 @@ def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list
             for x in _after(k, i, p):
                 s = stmts[x]
                 if _FILLS.match(s.opcode) and s.operands and (q := k.threads(x)) is not None:
+                    fills = True
                     v = k.thread_vals(s.operands[0], q) or k.vals(s.operands[0])
                     if v is not None and v[1] is not None:
                         dsts |= {(v[0], o) for o in v[1]}
-        if not dsts:
+        if not fills:
             continue
         span: dict[str | None, tuple[int, int]] = {}
         for sym in {d[0] for d in dsts}:
@@ -1549,6 +1551,16 @@ def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list
                             span[v[0]][0] <= o < span[v[0]][1] for o in v[1]):
                         used = (x, f"{s.opcode} of the ring its waiters fill")
                         break
+            if used is None and kind == "arrive" and (got := _wgmma_in_flight(k, barriers, b, i)) is not None:
+                x, ready = got
+                out.append(Flag(14, FLAG_NAMES[14], f"{a.site.role} releases {b.name} ({a.kind}, {_where(a.site)}) "
+                                f"for the stage it waited on at line {stmts[x].line} ({ready}), whose wgmma may "
+                                "still be reading it: the wgmma.wait_group before the release leaves the newest "
+                                f"group in flight, the one issued after that wait. The role waiting on {b.name} may "
+                                "refill the stage under the wgmma (a race, no hang). Release the stage of the group "
+                                "the wait_group retired (the previous step's), or wait_group 0 first",
+                                Basis.EVIDENCE, a.site.line))
+                break
             if used is None:
                 continue
             x, what = used
@@ -1558,4 +1570,119 @@ def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list
                             "hang). Release a stage after the last use of it: arrive after the loads, commit after "
                             "the MMAs that read it", Basis.EVIDENCE, a.site.line))
             break
+    return out
+
+
+def _base_const(k: _Kernel, op: str) -> tuple[int, int] | None:
+    """An mbarrier operand `[reg+c]`, or `[reg]` with reg defined once by `add reg, base, c`:
+    (the index of the base register's one definition, c)."""
+    op = op.strip().strip("[]").replace(" ", "")
+    m = re.fullmatch(r"(%\w+)(?:\+(-?\d+))?", op)
+    if m is None:
+        return None
+    reg, c = m.group(1), int(m.group(2) or 0)
+    ds = k.defs.get(reg, ())
+    if m.group(2) is None and len(ds) == 1 and ds[0].opcode.split(".")[0] == "add" and len(ds[0].operands) == 3 \
+            and re.fullmatch(r"-?\d+", ds[0].operands[2]):
+        reg, c = ds[0].operands[1], int(ds[0].operands[2])
+        ds = k.defs.get(reg, ())
+    if len(ds) != 1 or (x := k.index.get(id(ds[0]))) is None:
+        return None
+    return x, c
+
+
+def _wgmma_in_flight(k: _Kernel, barriers: tuple[Barrier, ...], b: Barrier, i: int) -> tuple[int, str] | None:
+    """A release (statement i, an arrive on b) of the very stage whose wgmma may still read it:
+    going back in the loop trip, the last `wgmma.wait_group N` leaves N >= 1 groups in flight,
+    the newest of which holds the wgmmas issued after this trip's wait on the stage's `ready`
+    barrier; that wait's address and the release's are one register plus constants whose
+    difference is the distance between the two rings (the same stage index). A release of
+    the stage before (a lag of one, the index computed apart) is not this."""
+    stmts = k.stmts
+    body = k.work_loop(i)
+    rel = _base_const(k, stmts[i].operands[-1]) if stmts[i].operands else None
+    if not body or rel is None or not b.slots:
+        return None
+    state = "release"  # release -> waited (wait_group N>=1) -> committed -> issued -> the ready wait
+    for x in range(i - 1, -1, -1):
+        if k.block_of[x] not in body:
+            return None
+        s = stmts[x]
+        op = s.opcode
+        if op.startswith("wgmma.wait_group"):
+            if state != "release":
+                return None
+            n = s.operands[0] if s.operands else ""
+            if not re.fullmatch(r"\d+", n) or int(n) < 1:
+                return None
+            state = "waited"
+        elif op.startswith("wgmma.commit_group"):
+            if state != "waited":
+                return None
+            state = "committed"
+        elif op.startswith("wgmma.mma_async"):
+            if state not in ("committed", "issued"):
+                return None
+            state = "issued"
+        elif op.startswith(_WAIT) and s.operands:
+            if state != "issued":
+                return None
+            ready = next((o for o in barriers if o is not b and o.slots and any(
+                k.stmt_of(w.site) == x for w in o.waiters)), None)
+            got = _base_const(k, s.operands[1] if len(s.operands) > 2 else s.operands[-1])
+            if ready is None or got is None or got[0] != rel[0] or len(set(ready.slots)) != len(set(b.slots)):
+                return None
+            if rel[1] - got[1] != min(b.slots) - min(ready.slots):
+                return None
+            return x, ready.name
+    return None
+
+
+def _flag_never_waited(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 15: a ring that a role releases every trip of its loop (`mbarrier.arrive` or
+    `tcgen05.commit` on each of its barriers) and that no role ever waits on, while the role
+    filling the stages (the one announcing their bytes with expect_tx) waits only on barriers
+    it arrives on itself: it never waits for anyone's release, so it refills a stage still in
+    use (a race, no hang). The usual cause is a wait on the ring's other barrier (`ready[s]`
+    for `empty[s]`). Evidence where every wait and arrive on the symbol has a decided
+    address and every call is followed; a single barrier is not flagged (a one-tile kernel's
+    accumulator release may have no waiter by design)."""
+    if any(n.aspect == "calls" for n in k.notes):
+        return []
+    out: list[Flag] = []
+    by_sym: dict[str, list[Barrier]] = {}
+    for b in barriers:
+        by_sym.setdefault(b.name.split("+", 1)[0].split(" ", 1)[0], []).append(b)
+    for sym, bs in by_sym.items():
+        if sym.startswith("%") or any(not b.decided or "[" in b.name for b in bs):
+            continue
+        # role -> the barriers it waits on, and the barriers it arrives on
+        waits: dict[str, set[str]] = {}
+        arrives: dict[str, set[str]] = {}
+        for b in bs:
+            for w in b.waiters:
+                waits.setdefault(w.site.role, set()).add(b.name)
+            for x in b.arrivers:
+                arrives.setdefault(x.site.role, set()).add(b.name)
+        for b in bs:
+            if b.waiters or not b.inits or len(set(b.slots)) < 2 or any(
+                    x.kind.startswith("remote") or "mapa" in x.site.address for x in b.arrivers):
+                continue
+            rel = [x for x in b.arrivers if x.kind in ("arrive", "tcgen05.commit") and x.arrivals and x.loop]
+            if not rel:
+                continue
+            for o in bs:
+                fillers = {x.site.role for x in o.arrivers if x.kind in ("arrive.expect_tx", "expect_tx")}
+                selfish = sorted(r for r in fillers if o.name in waits.get(r, set()) and
+                                 waits[r] <= arrives.get(r, set()) and r not in {x.site.role for x in rel})
+                if o is b or len(set(o.slots)) != len(set(b.slots)) or not selfish:
+                    continue
+                a = rel[0]
+                out.append(Flag(15, FLAG_NAMES[15], f"{a.site.role} releases {b.name} every trip of its loop "
+                                f"({a.kind}, {_where(a.site)}) but no role waits on it, and {selfish[0]}, which "
+                                f"fills the stages, waits only on barriers it arrives on itself ({o.name}, its own "
+                                "expect_tx): it never waits for the release, so it may refill a stage still in use "
+                                f"(a race, no hang). Its wait before refilling a stage belongs on {b.name}",
+                                Basis.EVIDENCE, a.site.line))
+                break
     return out

@@ -23,7 +23,8 @@ _WAIT = ("mbarrier.try_wait", "mbarrier.test_wait")
 FLAG_NAMES = {1: "init-in-role", 2: "init-count", 3: "cta-barrier-in-role", 4: "tmem-not-freed",
               5: "missing-proxy-fence", 6: "tmem-freed-twice", 7: "phase-deadlock",
               8: "tx-bytes", 9: "init-not-cluster-visible", 10: "premature-pass", 11: "tmem-freed-early",
-              12: "parity-never-flips", 13: "barrier-not-initialized", 14: "released-before-use"}
+              12: "parity-never-flips", 13: "barrier-not-initialized", 14: "released-before-use",
+              15: "arrived-never-waited"}
 
 
 @dataclass(frozen=True)

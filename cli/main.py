@@ -57,7 +57,7 @@ _COMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
                "by the run's date (`DIR/<table>/run_date=YYYY-MM-DD/`).", {}),
     "worksheet": ("worksheet", "worksheet", "Print, per kernel, the handoff worksheet read from PTX: roles, shared "
                   "and tensor memory, every mbarrier (init count, who arrives, who waits), fences, lifetimes, and "
-                  "the mistakes visible statically (flags 1-11), each marked evidence or assumption, and what it "
+                  "the mistakes visible statically (flags 1-15), each marked evidence or assumption, and what it "
                   "could not check.", {}),
     "nsys": ("nsys", "nsys", "Where the GPU time goes in an Nsight Systems timeline: per-kernel statistics "
              "(count, total, median, p10/p90, share of GPU time), idle gaps per stream with a launch-bound / "

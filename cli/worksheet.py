@@ -30,7 +30,7 @@ def worksheet(
 ) -> None:
     """Print, per kernel, the handoff worksheet read from PTX: roles, shared and tensor
     memory, every mbarrier (init count, who arrives, who waits), fences, lifetimes, and
-    the mistakes visible statically (flags 1-11), each marked evidence or assumption, and
+    the mistakes visible statically (flags 1-15), each marked evidence or assumption, and
     what it could not check."""
     with error_boundary():
         ws = build(paths, arch=arch, kernel=kernel)

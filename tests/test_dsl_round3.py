@@ -95,6 +95,12 @@ PLANTED = [
     ("cute_grouped_relfirst", 14, ("consumer (warp 5)", "tcgen05.commit", "tcgen05.mma")),
     # the epilogue's c-ring counter wraps at 4 on 3 slots: c_full[3] / c_empty[3] were never initialized
     ("gluon_unroll3_wrap4", 13, (G + "196888", G + "196920", "no mbarrier.init initializes it")),
+    # the consumer releases empty[i%6] after wgmma.wait_group 1, the stage whose wgmma is still in flight
+    ("gluon_h_lag6_relcur", 14, (G + "{163888,163896,163904,163912,163920,163928}", "line 298",
+                                 "wgmma.wait_group", "consumer (warps 0-3)")),
+    # the loader waits on ready[s] (its own expect_tx) instead of empty[s], which the MMA warp commits to
+    ("tws3_grouped_s3_sm100_wrongarr", 15, (G + "{98432,98440,98448}", "producer (warps 4-5)",
+                                            G + "{98464,98472,98480}", "line 898")),
 ]
 
 

@@ -117,7 +117,7 @@ def test_tmem_freed_early_silent_on_correct(name):
     assert not flags(PTX / name, 11)
 
 
-# ---- every committed PTX: flags 10 to 14 fire, as evidence, on the planted kernels only ----
+# ---- every committed PTX: flags 10 to 15 fire, as evidence, on the planted kernels only ----
 
 PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "gluon_rings23_bphase.ptx",
                 "tirx_dualacc_mma_parity.ptx", "cute_tworegions_phase.ptx", "cutlass_pingpong_async_epiphase.ptx",
@@ -126,7 +126,8 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
            12: {"gluon_zp5_noflip.ptx", "tws3_tri_s5_sm100_noflip.ptx", "cute_wgpersist_nophase.ptx",
                "tirx_p5_noflip.ptx"},
            13: {"gluon_unroll3_wrap4.ptx"},
-           14: {"gluon_zp5_early.ptx", "cute_grouped_relfirst.ptx"}}
+           14: {"gluon_zp5_early.ptx", "cute_grouped_relfirst.ptx", "gluon_h_lag6_relcur.ptx"},
+           15: {"tws3_grouped_s3_sm100_wrongarr.ptx"}}
 
 
 def test_new_flags_fire_only_on_planted_fixtures():
