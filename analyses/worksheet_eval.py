@@ -943,6 +943,10 @@ class _Kernel:
         defs = self.defs.get(op)
         if not defs or depth > 24:
             return None
+        for d in defs:  # a wrapping counter: its bound checks its other definitions itself
+            if d.opcode.split(".")[0] == "selp" and len(d.operands) == 4 and \
+                    (w := self._wrap_bound(op, [x.strip() for x in d.operands[1:]])) is not None:
+                return w
         out = 0
         for d in defs:
             base, ops = d.opcode.split(".")[0], [x.strip() for x in d.operands[1:]]
@@ -977,6 +981,81 @@ class _Kernel:
                 return None
             out = max(out, m)
         return out
+
+    def _wrap_bound(self, d: str, ops: list[str]) -> int | None:
+        """The bound of a counter that wraps: `x = d + 1; p = x == C; d = selp 0, x, p` (Gluon's
+        and CuTe's `index = index + 1 == STAGES ? 0 : index + 1`; also `x < C` with the sides
+        swapped, `x >= C`): d is at most C - 1 when its other definitions are constants below
+        C. None for any other `selp`."""
+        num = r"\d+|0[xX][0-9a-fA-F]+"
+        pd = self.defs.get(ops[2], ())
+        if len(pd) != 1 or not pd[0].opcode.startswith("setp.") or len(pd[0].operands) != 3:
+            return None
+        cmp_ = pd[0].opcode.split(".")[1]
+        x, c = pd[0].operands[1].strip(), pd[0].operands[2].strip()
+        if not re.fullmatch(num, c):
+            return None
+        c_ = int(c, 0)
+        if cmp_ in ("eq", "ge") and re.fullmatch(num, ops[0]) and ops[1] == x:
+            low = int(ops[0], 0)
+        elif cmp_ in ("ne", "lt") and re.fullmatch(num, ops[1]) and ops[0] == x:
+            low = int(ops[1], 0)
+        else:
+            return None
+        xd = self.defs.get(x, ())
+        if len(xd) != 1 or xd[0].opcode.split(".")[0] != "add" or len(xd[0].operands) != 3 or \
+                {xd[0].operands[1].strip(), xd[0].operands[2].strip()} != {d, "1"}:
+            return None
+        for o in self.defs.get(d, ()):
+            if o.opcode.split(".")[0] == "selp" and o.operands[1:] and [y.strip() for y in o.operands[1:]] == ops:
+                continue
+            if o.opcode.split(".")[0] != "mov" or len(o.operands) != 2:
+                return None
+            y = o.operands[1].strip()
+            starts = [int(y, 0)] if re.fullmatch(num, y) else self._reaching_consts(y, self.index[id(o)])
+            if starts is None or any(v < 0 or v >= c_ for v in starts):
+                return None
+        return max(low, c_ - 1)
+
+    def _reaching_consts(self, y: str, j: int) -> list[int] | None:
+        """The constants register y may hold where statement j reads it, when every definition
+        of y that can reach j is a `mov` of a constant (a counter's start copied before its
+        loop: `mov i, 0` ... `mov idx, i`, the loop's `add i, i, 1` not reaching back). None
+        otherwise."""
+        out = []
+        bj = self.block_of[j]
+        at = sorted(self.index[id(o)] for o in self.defs.get(y, ()))
+        for x in at:
+            if self._def_reaches(x, j, at):
+                o = self.stmts[x]
+                v = o.operands[1].strip() if o.opcode.split(".")[0] == "mov" and len(o.operands) == 2 else ""
+                if not re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", v):
+                    return None
+                out.append(int(v, 0))
+        return out or None
+
+    def _def_reaches(self, x: int, j: int, defs: list[int]) -> bool:
+        """Whether the definition at statement x reaches statement j along some path on which
+        no other of `defs` (the definitions of the same register) comes between."""
+        bx, bj = self.block_of[x], self.block_of[j]
+        if bx == bj and x < j:
+            return not any(x < d < j for d in defs)
+        if any(d > x and self.block_of[d] == bx for d in defs):
+            return False  # killed later in its own block
+        seen: set[int] = set()
+        todo = list(self.succ[bx])
+        while todo:
+            b = todo.pop()
+            if b in seen:
+                continue
+            seen.add(b)
+            here = [d for d in defs if self.block_of[d] == b]
+            if b == bj and not any(d < j for d in here):
+                return True
+            if here:
+                continue
+            todo += self.succ[b]
+        return False
 
     def initial_offset(self, op: str, i: int) -> tuple[str, int] | None:
         """(symbol, C) that `op` holds at statement i when it is a pointer a loop steps
@@ -1601,10 +1680,61 @@ class _Kernel:
                         self.role[x] = self.role[x] & warps
         for b, st, tbs in self.jump_tables:
             self._split_by_table(b, st, tbs, all_t)
+        self._widen_joins(all_t)
         if self.uniform_branches:
             self.notes.append(Item("roles", f"{self.uniform_branches} conditional branch(es) on values not derived "
                                    "from %tid.x (kernel arguments, loop counters, data) were taken as not splitting "
                                    "the block's threads", Basis.ASSUMPTION))
+
+    def _widen_joins(self, all_t: frozenset | None) -> None:
+        """A block that a branch's one side reaches is given that side's threads above; when
+        other threads reach it by another path that never meets that branch (CuTe's dispatch
+        `@warp==6 bra L; @warp==5 bra M; @warp!=4 bra N; L:` puts warps 4 and 6 in one
+        block), they were lost. A forward pass over the edges (each conditional edge carrying
+        the threads its predicate lets through, a thread whose predicate is not derived going
+        both ways; a jump table's targets their own populations) finds every thread that can
+        reach each block, and those missing are added back, with their warps."""
+        if all_t is None or not self.starts:
+            return
+        nb = len(self.starts)
+        cond = {b: (st, tb, fb) for b, st, tb, fb in self.cond_branches}
+        tables = {b: tbs for b, _, tbs in self.jump_tables}
+        sides: dict[int, tuple[frozenset, frozenset]] = {}
+        for b, (st, _, _) in cond.items():
+            f = self.value(st.guard)
+            if f is None:
+                sides[b] = (all_t, all_t)
+                continue
+            held = {t: _holds(f(t), st.negated) for t in all_t}
+            sides[b] = (frozenset(t for t, v in held.items() if v is not False),
+                        frozenset(t for t, v in held.items() if v is not True))
+        reach: list[frozenset] = [frozenset()] * nb
+        reach[0] = all_t
+        todo = [0]
+        while todo:
+            b = todo.pop()
+            here = reach[b]
+            out: list[tuple[int, frozenset]] = []
+            if b in cond:
+                _, tb, fb = cond[b]
+                yes, no = sides[b]
+                out = [(tb, here & yes), (fb, here & no)]
+            elif b in tables:
+                out = [(t, here & (self.pop[t] if self.pop[t] is not None else all_t)) for t in tables[b] if t is not None]
+            else:
+                out = [(t, here) for t in self.succ[b]]
+            for t, ts in out:
+                if ts and not ts <= reach[t]:
+                    reach[t] = reach[t] | ts
+                    todo.append(t)
+        for x in range(nb):
+            p = self.pop[x]
+            if p is None or not reach[x] or reach[x] <= p:
+                continue
+            extra = reach[x] - p
+            self.pop[x] = p | extra
+            if self.role[x] is not None:
+                self.role[x] = self.role[x] | frozenset(t // 32 for t in extra)
 
     def warp_part(self, op: str, want: bool, depth: int = 0) -> frozenset | None:
         """The warps outside which predicate `op` cannot be `want`, when one of its

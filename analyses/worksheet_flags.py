@@ -261,6 +261,18 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
             continue
         total = sum(v for v in pops.values() if v)
         count = counts.pop()
+        pair = _pair_turns(barriers, b, pops)
+        if pair is not None:
+            total, (r1, r2, o1, o2) = pair
+            k.notes.append(Item("handoff.turns", f"{b.name}: {r1} and {r2} arrive on it and hand each other the turn "
+                                f"through mbarriers ({r1} arrives on {o1}, which {r2} waits on; {r2} on {o2}, which "
+                                f"{r1} waits on): taken as taking turns, each phase released by one of them",
+                                Basis.ASSUMPTION))
+        got = _slot_arrivals(b, pops) if total != count else None
+        if got is not None and all(n == count for n in got.values()):
+            # every site's barriers are decided and each barrier gets `count`: the group's sum
+            # added arrivals that land on different barriers (MMA warp c commits acc_ready[c])
+            continue
         if total == count and (short := _short_slot(b, pops, count)) is not None:
             out.append(Flag(2, FLAG_NAMES[2], short, Basis.EVIDENCE, b.inits[0][0].line))
             continue
@@ -287,6 +299,60 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                             + ("never completes (deadlock)" if total < count else "completes early")
                             + f"; init with {total}", basis, b.inits[0][0].line))
     return out
+
+
+def _slot_arrivals(b: Barrier, pops: dict) -> dict[int, int] | None:
+    """The arrivals each barrier of a group gets a phase, where every arriving site's
+    barriers are decided (Arrive.slots) and each barrier is initialized once here: a role's
+    arrivals count on the barriers its sites reach. None otherwise."""
+    if len(b.slots) < 2 or len(b.inits) != len(b.slots):
+        return None
+    reach: dict[tuple, set[int]] = {}
+    for a in b.arrivers:
+        if not a.arrivals:
+            continue
+        if not a.slots:
+            return None
+        reach.setdefault((a.site.role, a.site.threads), set()).update(a.slots)
+    per: dict[tuple, int] = {}
+    for key, n in pops.items():
+        if n:
+            per[key[:2]] = per.get(key[:2], 0) + n
+    if set(per) != set(reach):
+        return None
+    return {o: sum(n for who, n in per.items() if o in reach[who]) for o in b.slots}
+
+
+def _pair_turns(barriers: tuple[Barrier, ...], b: Barrier, pops: dict) -> tuple[int, tuple] | None:
+    """Two roles that arrive on b with the same arrivals a phase and hand each other the turn
+    through a pair of mbarriers (role 1 arrives on one the other waits on, and back: Gluon's
+    ping-pong consumers, each its own partition, taking alternate tiles of one ring): each
+    phase of b gets one role's arrivals. (those arrivals, (role 1, role 2, barrier 1,
+    barrier 2)), or None."""
+    per: dict[str, int] = {}
+    for key, n in pops.items():
+        if n:
+            per[key[0]] = per.get(key[0], 0) + n
+    if len(per) != 2 or len(set(per.values())) != 1:
+        return None
+    r1, r2 = sorted(per)
+    kinds = [{a.kind for a in b.arrivers if a.site.role == r and a.arrivals} for r in (r1, r2)]
+    if kinds[0] != kinds[1] or any("expect_tx" in x for x in kinds[0]):
+        return None  # a producer and a consumer (a ring merged with its other half) do not take turns
+    if not any(o is not b and {r1, r2} <= {w.site.role for w in o.waiters} for o in barriers):
+        return None  # consumers taking turns both wait on the ring they consume
+
+    def hands(x: str, y: str) -> str | None:
+        for o in barriers:
+            if o is not b and any(a.site.role == x and a.arrivals for a in o.arrivers) and \
+                    any(w.site.role == y for w in o.waiters) and not any(w.site.role == x for w in o.waiters) and \
+                    not any(a.site.role == y and a.arrivals for a in o.arrivers):
+                return o.name
+        return None
+    o1, o2 = hands(r1, r2), hands(r2, r1)
+    if o1 is None or o2 is None:
+        return None
+    return next(iter(per.values())), (r1, r2, o1, o2)
 
 
 def _short_slot(b: Barrier, pops: dict, count: int) -> str | None:

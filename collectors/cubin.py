@@ -262,13 +262,14 @@ def uncached(cubin: Cubin, nvdisasm: str, functions: Iterable[str]) -> list[str]
 
 
 def start_output(cubin: Cubin, functions: list[str], nvdisasm: str, out: Path,
-                 timeout_s: float = NVDISASM_TIMEOUT_S) -> bool:
+                 timeout_s: float = NVDISASM_TIMEOUT_S) -> subprocess.Popen | None:
     """Start nvdisasm on `functions` of `cubin` for another process (`Disassembly(...,
     ready=out)`): a thread of this one writes `out` once nvdisasm is done, with what it
-    printed, or empty when it failed or ran out of time. False when nothing was started
-    (no function to list, or nvdisasm cannot run)."""
+    printed, or empty when it failed or ran out of time. The process, for the caller to
+    stop if it ends first; None when nothing was started (no function to list, or
+    nvdisasm cannot run)."""
     if not functions:
-        return False
+        return None
 
     def write(text: bytes) -> None:
         part = out.with_suffix(".part")
@@ -278,7 +279,7 @@ def start_output(cubin: Cubin, functions: list[str], nvdisasm: str, out: Path,
         except OSError:
             pass
 
-    return _start(cubin, functions, nvdisasm, out.with_suffix(".cubin"), write, timeout_s) is not None
+    return _start(cubin, functions, nvdisasm, out.with_suffix(".cubin"), write, timeout_s)
 
 
 class Disassembly:

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,7 @@ from pathlib import Path
 from wsperf.collectors import cubin
 from wsperf.collectors.errors import WsperfError
 from wsperf.collectors.files import find_binary, open_input
-from wsperf.collectors.process import signals_deferred
+from wsperf.collectors.process import _become_subreaper, signals_deferred
 
 # What a report file is, for this module and collectors/ncu.py, which imports them from here
 # (ncu.py imports pyarrow, which this module must not).
@@ -65,6 +66,7 @@ _started: list[tuple[subprocess.Popen, Path]] = []
 _snapshots: list[Snapshot] = []
 _dir: list[Path] = []
 _registered: list[bool] = []  # stop() is registered to run at exit
+_listers: list[subprocess.Popen] = []  # nvdisasm started here (_listings), stopped by stop() if still running
 
 
 def start_for(command: str, args: list[str]) -> int:
@@ -132,7 +134,9 @@ def _listings(snapshot: Path) -> dict[str, tuple[str, list[str]]]:
             continue
         out = snapshot.parent / f"{module.sha256}.sass"
         functions = cubin.uncached(module, tool, launched & set(module.code))
-        if cubin.start_output(module, functions, tool, out):
+        proc = cubin.start_output(module, functions, tool, out)
+        if proc is not None:
+            _listers.append(proc)
             started[module.sha256] = (str(out), functions)
     return started
 
@@ -202,9 +206,14 @@ def take() -> list[tuple[subprocess.Popen, Path]]:
 
 
 def stop() -> None:
-    """Stop readers nobody took, and remove their directory once no reader writes there."""
+    """Stop readers nobody took and the nvdisasm started here, and remove their directory
+    once no reader writes there."""
     for proc, _ in take():
-        proc.kill()
+        end_reader(proc)
+    while _listers:
+        proc = _listers.pop()
+        if proc.poll() is None:  # done long ago, most often: its output was read
+            proc.kill()
         proc.wait()
     if _dir and not _started:
         _snapshots.clear()
@@ -239,8 +248,41 @@ def spawn_reader(stderr_path: Path) -> subprocess.Popen:
     """A reader process (`python -m wsperf.collectors.ncu_reader --serve`) whose stderr goes
     to `stderr_path`. Its temporary files (nvdisasm's input) go into that file's directory,
     which this process removes as it ends: a reader killed mid-task (the command
-    interrupted, a reader that hung) leaves nothing behind in TMPDIR."""
+    interrupted, a reader that hung) leaves nothing behind in TMPDIR.
+
+    The reader leads a process group of its own, which the nvdisasm it starts join:
+    `end_reader` kills them all at once. (A Ctrl-C at a terminal, sent to the command's
+    group, so reaches the command alone, which stops its readers.) This process becomes
+    the subreaper of its descendants (Linux), so that the nvdisasm of a reader killed
+    mid-listing come to it, to be reaped, rather than to init."""
+    _become_subreaper()
     with open(stderr_path, "ab") as err:
         return subprocess.Popen([sys.executable, "-m", "wsperf.collectors.ncu_reader", "--serve"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                env={**os.environ, "TMPDIR": str(stderr_path.parent)})
+                                env={**os.environ, "TMPDIR": str(stderr_path.parent)}, **_OWN_GROUP)
+
+
+# Where process groups exist (POSIX); elsewhere a reader is killed alone.
+_OWN_GROUP: dict = {"process_group": 0} if hasattr(os, "killpg") else {}
+
+
+def end_reader(proc: subprocess.Popen) -> None:
+    """Kill reader `proc` (from spawn_reader) with every process of its group, and reap
+    them: when this returns, nothing it started runs or waits to be reaped. A killed
+    process is not gone until its parent has waited for it (a reader holding ~1 GB takes
+    a while to free it): not waited for, it was still in the command's process group after
+    the command had exited."""
+    if not _OWN_GROUP:
+        proc.kill()
+        proc.wait()
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group outlives a leader that ended: its nvdisasm
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+    while True:  # its children, re-parented here (a subreaper) as it died
+        try:
+            os.waitpid(-proc.pid, 0)
+        except ChildProcessError:
+            return

@@ -69,19 +69,12 @@ class Worker:
             # as an event, and the load says why from its exit status.
             pass
 
-    def stop(self, kill: bool, *, wait: bool = True) -> None:
-        """End the reader: kill it (`kill`) or let it finish its input, and reap it (`wait`;
-        not waited for, a killed process is reaped by whoever inherits it)."""
-        if kill:
-            self.proc.kill()
-            if not wait:
-                return
-        try:
-            self.proc.stdin.close()  # type: ignore[union-attr]
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
+    def stop(self) -> None:
+        """Kill the reader, with what it started (nvdisasm), and reap them all
+        (prestart.end_reader). Even an idle reader is killed, not let finish its input: it
+        holds nothing unsaved, and its interpreter and ncu_report take ~0.1 s to tear down
+        (more for a large report)."""
+        prestart.end_reader(self.proc)
 
     def stderr_tail(self) -> str:
         return self.stderr_path.read_text(errors="replace")[-3000:]
@@ -140,7 +133,6 @@ class ReaderPool:
         self.dir: Path | None = None
         self.spawned = 0
         self.adopted = False  # has taken readers started early (their directory is prestart's)
-        self.unreaped: list[subprocess.Popen] = []  # killed by close(), not waited for
 
     def read(self, p: Path, out: Path, n: int, timeout_s: float, progress: Progress | None, *,
              shown: Path | None = None, units: bool = True, staged: Staged | None = None) -> list[dict]:
@@ -161,7 +153,7 @@ class ReaderPool:
                     if w.state == "idle" and w.proc.poll() is None and not w.retire:
                         self.idle.append(w)
                     else:
-                        w.stop(kill=w.state != "idle")
+                        w.stop()
 
     def _take(self, n: int) -> list[Worker]:
         # Readers started before the command's imports (a warm-up may be under way in the
@@ -174,7 +166,7 @@ class ReaderPool:
         alive = sorted((w for w in self.idle if w.proc.poll() is None), key=lambda w: not w.code_warm)
         for w in self.idle:
             if w not in alive:
-                w.stop(kill=True)
+                w.stop()
         self.idle = alive[n:]
         taken = alive[:n]
         if len(taken) < n and self.dir is None:
@@ -279,13 +271,11 @@ class ReaderPool:
 
     def close(self) -> None:
         with self.lock:
+            # All are killed before any is waited for: the system frees their memory at once.
             for w in self.idle:
-                # An idle reader holds nothing unsaved: killing it spares the ~0.1 s its
-                # interpreter and ncu_report take to tear down, at the end of every command,
-                # and not waiting for it the ~15 ms the system takes to free its memory
-                # (this runs as the process exits; an idle reader writes nothing).
-                w.stop(kill=True, wait=False)
-            self.unreaped.extend(w.proc for w in self.idle)  # kept: no 'still running' warning
+                w.proc.kill()
+            for w in self.idle:
+                w.stop()
             self.idle = []
             if self.dir is not None:
                 shutil.rmtree(self.dir, ignore_errors=True)
