@@ -361,22 +361,13 @@ def _short_slot(b: Barrier, pops: dict, count: int) -> str | None:
     stage counter wraps one early: 4 of CuTe's 5 ab_empty barriers), so the others get
     fewer arrivals a phase. None when every site's barriers are decided and each barrier
     gets `count`, or when a site's are not decided."""
-    if len(b.slots) < 2 or len(b.inits) != len(b.slots):  # each barrier of the group initialized once here
+    got = _slot_arrivals(b, pops)
+    if got is None:
         return None
     reach: dict[tuple, set[int]] = {}
     for a in b.arrivers:
-        if not a.arrivals:
-            continue
-        if not a.slots:
-            return None
-        reach.setdefault((a.site.role, a.site.threads), set()).update(a.slots)
-    per: dict[tuple, int] = {}
-    for key, n in pops.items():
-        if n:
-            per[key[:2]] = per.get(key[:2], 0) + n
-    if set(per) != set(reach):
-        return None
-    got = {o: sum(n for who, n in per.items() if o in reach[who]) for o in b.slots}
+        if a.arrivals:
+            reach.setdefault((a.site.role, a.site.threads), set()).update(a.slots)
     bad = sorted(o for o, n in got.items() if n != count)
     if not bad:
         return None
