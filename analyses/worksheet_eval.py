@@ -1383,6 +1383,39 @@ class _Kernel:
             return -(-(n - start) // step)
         return None
 
+    def skipped_first(self, i: int) -> bool:
+        """Whether statement i, inside a loop, does not run on that loop's first trip: a branch
+        of the loop on every path to it (a dominator) that the first trip's values decide
+        (`first_value`: `@i < 1 bra skip` with i starting at 0) takes a side from which i
+        cannot be reached without going round the loop (an attention kernel's correction
+        wait, skipped on the first K/V block)."""
+        body = self.work_loop(i)
+        if not body:
+            return False
+        bi = self.block_of[i]
+        dom = self.dominators()
+        cond = {b: (st, tb, fb) for b, st, tb, fb in self.cond_branches}
+        for d in dom[bi]:
+            if d == bi or d not in body or d not in cond:
+                continue
+            st, tb, fb = cond[d]
+            end = self.starts[d + 1] - 1 if d + 1 < len(self.starts) else len(self.stmts) - 1
+            v = self.first_value(st.guard, at=end) if st.guard else None
+            if v is None:
+                continue
+            side = tb if _holds(v, st.negated) else fb
+            seen: set[int] = set()
+            todo = [side]
+            while todo:  # forward edges only, inside the loop
+                b = todo.pop()
+                if b in seen or b not in body:
+                    continue
+                seen.add(b)
+                todo += [x for x in self.succ[b] if x not in dom[b]]
+            if bi not in seen:
+                return True
+        return False
+
     def work_loop(self, i: int) -> set[int]:
         """The blocks of the innermost loop holding statement i that is not a wait's own
         spin loop (empty: none)."""

@@ -801,7 +801,11 @@ def _first_parity(k: _Kernel, w, i: int) -> int | None:
     """The parity wait `w` (statement i) asks for on its first trip: read where the wait
     stands (Triton flips its phase just before it), else from the value's definitions."""
     v = k.first_value(w.parity, at=i)
-    return v if v is not None else k.first_value(w.parity)
+    if v is not None:
+        return v
+    # from the definitions: a loop's first trip. A wait after a loop (no loop of its own) may
+    # read what the loop left, which no first trip decides (the trip count's parity)
+    return k.first_value(w.parity) if k.work_loop(i) else None
 
 
 def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
@@ -849,6 +853,8 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
             first[warp] = {i: w for i, w in ws if i == min(ws, key=lambda x: x[0])[0] or (
                 not any(before(j, i) for j, _ in ws if j != i) and _first_parity(k, w, i) is not None)}
         for i, w in {i: w for f in first.values() for i, w in f.items()}.items():
+            if k.skipped_first(i):
+                continue  # the first trip does not run it: it cannot hold the first trip up
             warps = frozenset(warp for warp, f in first.items() if i in f)
             waits.append((n, i, warps, _first_parity(k, w, i), w))  # type: ignore[attr-defined]
         for a in b.arrivers:
