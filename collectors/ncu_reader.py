@@ -21,6 +21,7 @@ from typing import Any
 from wsperf.collectors import cubin, staging
 from wsperf.collectors.errors import ReportError
 from wsperf.collectors.files import why
+from wsperf.collectors.prestart import PC_METRIC_WORDS
 from wsperf.collectors.reader_sass import SassListings
 from wsperf.collectors.staging import ALL, CODE, LAUNCH_METRICS, METRICS, METRICS_TABLES, SASS_METRICS, STAGES, same_read
 
@@ -54,11 +55,15 @@ def _serve() -> int:
     object a line; each is answered on stdout:
 
       {"open": PATH, "name": NAME, "out": DIR, "reader": I, "readers": R, "coder": bool,
-       "units": bool}              -> {"opened": {"launches": N, "warm": bool, "listed": bool}}
-                         (listed: nvdisasm serves this report's code, started here;
+       "units": bool}              -> {"opened": {"launches": N, "warm": bool, "listed": bool,
+                                                  "listings": {SHA256: [FILE, [FUNCTION, ...]]}}}
+                         (listed: nvdisasm serves this report's code, started here by
+                         the coder, into FILEs that the other readers read too;
                          units: false leaves every metric's unit NULL but the duration's,
                          see _Reader; absent means true)
-      {"task": [launch, part]}                   -> {"did": [launch, part, kernel name]}
+      {"task": [launch, part], "listings": {...}}  -> {"did": [launch, part, kernel name]}
+                         (listings, optional: the coder's, to read instead of running
+                         nvdisasm again)
       {"finish": true}   write <table>.<I>.csv into DIR    -> {"done": {report facts}}
       {"abort": true}    drop the report                  -> {"done": null}
       {"prefetch": OPEN, "listings": {SHA256: [FILE, [FUNCTION, ...]]}}
@@ -70,6 +75,9 @@ def _serve() -> int:
                                    -> {"staged": {"spec": OPEN, "meta": {report facts}}}
                          (as soon as the metrics parts' tables are written: the load
                          inserts them while the code is read), then {"warmed": bool}
+      {"ahead": OPEN}    OPEN: an "open" message: open that report now (the coder lists
+                         its code) and keep it for the "open" that repeats OPEN
+                                                                   -> {"warmed": bool}
       {"warm": PATH}     start disassembling the kernels of the report at PATH (nvdisasm
                          in the background; without nvdisasm, ncu_report's set-up on one
                          PC), then forget the report           -> {"warmed": bool}
@@ -90,6 +98,7 @@ def _serve() -> int:
 
     reader: _Reader | None = None
     prefetched: tuple[dict, _Reader] | None = None  # the "prefetch" message and its reader
+    ahead: tuple[dict, _Reader, dict | None] | None = None  # the "ahead" message, its reader and listings
     name = "the report"  # as the user named it, for messages
     warm = False  # this process has disassembled before
     for line in sys.stdin:
@@ -105,23 +114,34 @@ def _serve() -> int:
                 prefetched = _prefetch(msg["prefetch"], emit)
                 warm = warm or prefetched is not None
                 emit(warmed=warm)
+            elif "ahead" in msg:
+                ahead = _ahead(msg["ahead"])
+                warm = warm or (ahead is not None and ahead[2] is not None)
+                emit(warmed=warm)
             elif "open" in msg and prefetched is not None and same_read(prefetched[0], msg):
                 # The load of what was prefetched, by this reader alone: all of it is read.
                 reader, prefetched = prefetched[1], None
                 emit(opened={"launches": reader.launches, "warm": warm, "listed": True})
             elif "open" in msg:
                 prefetched = None
-                reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"], units=msg.get("units", True))
-                # The reader chosen for the code parts starts nvdisasm on the report's
-                # kernels now, in the background (or finds it started by "warm").
-                listed = bool(msg.get("coder")) and reader.list_code()
-                if not listed and not warm and reader.launches >= 2 * msg["readers"]:
+                if ahead is not None and same_read(ahead[0], msg):  # opened (and listed) already
+                    _, reader, listings = ahead
+                else:
+                    reader = _Reader(msg["open"], msg["name"], Path(msg["out"]), msg["reader"],
+                                     units=msg.get("units", True))
+                    # The reader chosen for the code parts starts nvdisasm on the report's
+                    # kernels now, in the background (or finds it started by "warm").
+                    listings = reader.list_code() if msg.get("coder") else None
+                ahead = None
+                if _SASS.tool is None and not warm and reader.launches >= 2 * msg["readers"]:
                     # No nvdisasm; enough launches to go round whole: worth ncu_report's
                     # set-up now, so that no launch is opened twice (metrics here,
-                    # disassembly elsewhere).
+                    # disassembly elsewhere). With nvdisasm, the coder's listings serve.
                     warm = reader.warm_up()
-                emit(opened={"launches": reader.launches, "warm": warm, "listed": listed})
+                emit(opened={"launches": reader.launches, "warm": warm, "listed": listings is not None,
+                             "listings": listings or {}})
             elif "task" in msg:
+                _SASS.borrow(msg.get("listings", {}))
                 idx, part = msg["task"]
                 emit(did=[idx, part, reader.read(idx, part)])  # type: ignore[union-attr]
                 warm |= part != METRICS
@@ -153,11 +173,23 @@ def _warm_up(path: str) -> bool:
     reported on) by the load."""
     try:
         reader = _Reader(path, path, Path(os.devnull), 0)
-        return reader.list_code() or reader.warm_up()
+        return reader.list_code() is not None or reader.warm_up()
     except Exception:  # noqa: BLE001 - only speed is at stake
         return False
     finally:
         _SASS.forget(path)  # the jobs stay: the load's snapshot holds the same cubins
+
+
+def _ahead(spec: dict) -> tuple[dict, _Reader, dict | None] | None:
+    """Open the report of "open" message `spec` now, and list its code if this reader is
+    the coder (`list_code`: nvdisasm starts, and ncu_report parses every launch); the
+    load's "open" that repeats `spec` finds it done. None when anything fails (the load
+    then opens the report anew and says what is wrong)."""
+    try:
+        reader = _Reader(spec["open"], spec["name"], Path(spec["out"]), spec["reader"], units=spec.get("units", True))
+        return spec, reader, reader.list_code() if spec.get("coder") else None
+    except Exception:  # noqa: BLE001 - only speed is at stake here
+        return None
 
 
 def _prefetch(spec: dict, emit: Callable[..., None]) -> tuple[dict, _Reader] | None:
@@ -292,11 +324,22 @@ class _Reader:
         self._write()
         return self.meta
 
-    def list_code(self) -> bool:
+    def list_code(self) -> dict[str, tuple[str, list[str]]] | None:
         """Start nvdisasm on the launched functions whose code the load reads PC by PC
-        (collectors/cubin.py): a launch with per-PC metrics and one function. Whether it
-        serves any, or no launch has code to read (a --set basic report: nothing to
-        disassemble, by nvdisasm or ncu_report)."""
+        (collectors/cubin.py): a launch with per-PC metrics and one function. None when
+        it serves none; else what the other readers of the report read instead of listing
+        them again (SassListings.borrow), {} where no launch has code to read (a --set
+        basic report: nothing to disassemble, by nvdisasm or ncu_report)."""
+        try:
+            with open(self.path, "rb") as f:
+                blob = f.read()
+        except OSError:
+            return None
+        if not any(k in blob for k in PC_METRIC_WORDS):
+            # No launch has per-PC metrics (the names are in the report's bytes): spared
+            # asking ncu_report, which parses every launch for it (~0.7 ms each).
+            return {}
+        del blob
         mangled = self.nr.IAction.NameBase_MANGLED
         names, needed = set(), False
         for _ri, ai, rng in self.slots:
@@ -307,7 +350,7 @@ class _Reader:
             fpcs = action.metric_by_name(FUNCTION_PCS)
             if fpcs is not None and fpcs.num_instances() == 1:
                 names.add(action.name(mangled))
-        return _SASS.start(self.path, names - {None}) if needed else True
+        return _SASS.start(self.path, names - {None}) if needed else {}
 
     def warm_up(self) -> bool:
         """Disassemble one instruction, to get ncu_report's set-up done; whether it was."""

@@ -12,9 +12,11 @@ reads, is copied here into a private snapshot (as the load would copy it), nvdis
 started here on its cubins (unless the disassembly cache has them), and that reader reads
 all of it at once ("prefetch": metrics first, while nvdisasm lists the code); the load
 then takes the snapshot (`prefetched`) and finds the reading done or under way. A larger
-report's first reader is asked to start disassembling its kernels (`warm`: nvdisasm in
-the background, else ncu_report's set-up on one instruction); what it reads for that is
-thrown away, and the load reads its own snapshot (collectors/ncu.py). A reader that the
+report is copied the same way, and each of its readers opens the snapshot at once
+("ahead"), the first listing its code (nvdisasm in the background, the launches parsed);
+the load finds them open. Where the copy fails, the first reader is asked to start
+disassembling the report's kernels instead (`warm`), and the load reads its own snapshot
+(collectors/ncu.py). A reader that the
 command never takes is stopped, and the snapshot removed, when the process exits. The
 standard library and wsperf's standard-library-only modules only: this runs before the
 command's module is imported, on every `wsperf analyze` / `wsperf chart`."""
@@ -82,16 +84,18 @@ def start_for(command: str, args: list[str]) -> int:
     try:
         for _ in range(reader_count(os.stat(report).st_size)):
             _started.append(_spawn())
-        proc = _started[0][0]
-        task = {"warm": os.path.abspath(report)}
-        if len(_started) == 1:  # a small report: its reader reads all of it now
-            try:
-                spec = _snapshot(report, units=needs_units(command, args))
-                task = {"prefetch": spec, "listings": _listings(Path(spec["open"]))}
-            except (WsperfError, OSError):  # changed since, or no room: the load copies it itself
-                pass
-        proc.stdin.write(json.dumps(task).encode() + b"\n")  # type: ignore[union-attr]
-        proc.stdin.flush()  # type: ignore[union-attr]
+        tasks: list[dict] = [{"warm": os.path.abspath(report)}]
+        try:
+            spec = _snapshot(report, units=needs_units(command, args), readers=len(_started))
+            if len(_started) == 1:  # a small report: its reader reads all of it now
+                tasks = [{"prefetch": spec, "listings": _listings(Path(spec["open"]))}]
+            else:  # each reader opens it now, and the first lists its code
+                tasks = [{"ahead": {**spec, "reader": i, "coder": i == 0}} for i in range(len(_started))]
+        except (WsperfError, OSError):  # changed since, or no room: the load copies it itself
+            pass
+        for (proc, _), task in zip(_started, tasks):
+            proc.stdin.write(json.dumps(task).encode() + b"\n")  # type: ignore[union-attr]
+            proc.stdin.flush()  # type: ignore[union-attr]
     except OSError:  # cannot start a process or a temporary directory: the load starts its own
         stop()
         return 0
@@ -102,9 +106,9 @@ def start_for(command: str, args: list[str]) -> int:
 
 
 def prefetched(path: str | os.PathLike[str]) -> Snapshot | None:
-    """The snapshot taken here of the report at `path`, which the one reader started here
-    is reading (or has read) into `out`; None for any other path. Given once: the load
-    that takes it owns its files."""
+    """The snapshot taken here of the report at `path`, which the readers started here
+    have opened (a small report's one reader is reading it, or has read it, into `out`);
+    None for any other path. Given once: the load that takes it owns its files."""
     key = os.path.abspath(path)
     found = next((s for s in _snapshots if s.given == key), None)
     if found is not None:
@@ -160,10 +164,11 @@ def named_outside(blob: bytes, modules: list[cubin.Cubin]) -> set[str]:
     return found
 
 
-def _snapshot(report: str, *, units: bool) -> dict:
+def _snapshot(report: str, *, units: bool, readers: int = 1) -> dict:
     """Copy `report` into this module's directory, as the load does (collectors/ncu.py:
     the readers read a private copy, identified by the SHA-256 of what was copied), and
-    the reader's "prefetch" message for it (with the metrics' units when `units`)."""
+    the first reader's "open" message for it, of `readers` (with the metrics' units when
+    `units`)."""
     d = Path(tempfile.mkdtemp(prefix="snapshot-", dir=_dir[0]))  # one per start (a process may start twice)
     path, staged = d / "report.ncu-rep", d / "staged"
     h = hashlib.sha256()
@@ -176,7 +181,7 @@ def _snapshot(report: str, *, units: bool) -> dict:
             size += len(chunk)
     staged.mkdir()
     _snapshots.append(Snapshot(os.path.abspath(report), path, h.hexdigest(), size, staged))
-    return {"open": str(path), "name": str(Path(report)), "out": str(staged), "reader": 0, "readers": 1,
+    return {"open": str(path), "name": str(Path(report)), "out": str(staged), "reader": 0, "readers": readers,
             "coder": True, "units": units}
 
 

@@ -50,6 +50,7 @@ class Worker:
         self.state = "idle"  # idle | opening | opened | working | finishing | dead
         self.code_warm = False  # has disassembled before: ncu_report's set-up is behind it
         self.listed = False  # started nvdisasm on the report it has open (it is the coder)
+        self.borrowed = False  # has been given the coder's nvdisasm listings of this load
         self.retire = False  # grown too large: stop it after this load
         self.proc = proc if proc is not None else prestart.spawn_reader(stderr_path)
         threading.Thread(target=self._pump, args=(events,), daemon=True).start()
@@ -81,43 +82,45 @@ class Worker:
 
 
 class Schedule:
-    """Hands out a report's work one task at a time, to whichever reader is free.
+    """Hands out a report's work one task at a time, to whichever reader is free, from
+    the moment it has the report open.
 
     A task is a launch's METRICS part, its CODE part (disassembly, source lines, rules)
-    or ALL of it. Where nvdisasm lists the report's kernels (collectors/cubin.py), the
-    chosen reader (`coder`) started it as it opened the report, and every launch is split:
-    the coder serves the code parts first, the others read metrics. Without nvdisasm a
-    reader's first disassembly costs ~0.75 s (ncu_report's set-up), so code goes only to
-    "warm" readers (that have disassembled before) and to the coder; the others read
-    metrics only and leave each launch's code part in a queue that the warm ones serve
-    first. With fewer launches than readers, every launch is split into its two parts
-    from the start so that two readers share it; with at least twice as many, cold
-    readers warm up as they open the report (`_serve`) and whole launches go round."""
+    or ALL of it. Whole launches go round: a launch is parsed once, in one process
+    (ncu_report parses an action anew each time it is asked for it: ~0.8 ms a launch of
+    the default set). A reader that cannot read code cheaply reads a launch's metrics
+    part and leaves its code part in a queue; once no launch is left, readers serve their
+    own queue first (the launch parsed there already, its PCs known), then the longest
+    queue of another, so that no reader idles while another has work. Code goes to any
+    reader where nvdisasm lists for all of them (collectors/cubin.py: the coder started
+    it as it opened the report, into files the others read too) or there is no code to
+    disassemble; otherwise ncu_report disassembles, with ~0.75 s of set-up in each
+    process, and code goes to the coder and to readers that have disassembled before.
+    With fewer launches than readers every launch is split, so that two readers share
+    one; a reader alone reads every metrics part first, while nvdisasm lists the code."""
 
-    def __init__(self, launches: int, readers: list[Worker], coder: Worker) -> None:
-        self.coder = coder if coder in readers else next((w for w in readers if w.code_warm), readers[0])
-        # nvdisasm lists the code (in the background, started by the coder as it opened):
-        # code parts cost little there, and one reader serves them all.
-        self.split = launches < len(readers) or self.coder.listed
-        self.others = len(readers) > 1
+    def __init__(self, launches: int, readers: int, coder: Worker) -> None:
+        self.coder = coder
+        self.split = launches < readers or readers == 1
         self.launches = collections.deque(range(launches))  # not handed out yet
-        self.code = collections.deque(range(launches) if self.split else ())  # code parts left over
+        self.code: dict[Worker, collections.deque] = {}  # code parts left, by who read the launch's metrics
 
     def next(self, w: Worker) -> list | None:
-        # Listed by nvdisasm, the code is the coder's alone (elsewhere it would start
-        # nvdisasm again, or ncu_report's set-up).
-        codes = w is self.coder or (w.code_warm and not self.coder.listed)
-        # A reader alone reads the metrics first: meanwhile nvdisasm lists the code.
-        if codes and self.code and (self.others or not self.launches):
-            return [self.code.popleft(), CODE]
-        if not self.launches:
+        # Until the coder has opened the report, nobody knows whether nvdisasm lists it.
+        codes = w is self.coder or self.coder.listed or (w.code_warm and self.coder.state != "opening")
+        if self.launches:
+            idx = self.launches.popleft()
+            if codes and not self.split:
+                return [idx, ALL]
+            self.code.setdefault(w, collections.deque()).append(idx)
+            return [idx, METRICS]
+        if not codes:
             return None
-        idx = self.launches.popleft()
-        if codes and not self.split:
-            return [idx, ALL]
-        if not self.split:
-            self.code.append(idx)
-        return [idx, METRICS]
+        own = self.code.get(w)
+        if own:
+            return [own.popleft(), CODE]
+        longest = max(self.code.values(), key=len, default=None)
+        return [longest.pop(), CODE] if longest else None
 
 
 class ReaderPool:
@@ -181,6 +184,7 @@ class ReaderPool:
              p: Path, units: bool, staged: Staged | None) -> list[dict]:
         opens = []
         for i, w in enumerate(workers):
+            w.borrowed = False
             # The reader may not share our working directory for long: an absolute path
             # to open, and the path as given for its messages.
             # The first reader (a warm one, when there is one: `_take`) serves the code.
@@ -194,12 +198,18 @@ class ReaderPool:
         total = done = 0
         deadline = time.monotonic() + timeout_s
 
+        coder = workers[0]  # the first reader (a warm one, when there is one: `_take`) lists the code
+        listings: dict = {}  # the coder's nvdisasm output files, for the others to read
+
         def dispatch(w: Worker) -> None:
             task = schedule.next(w) if schedule is not None and error is None else None
             if error is not None:
                 w.send({"abort": True}, "finishing")
             elif task is None:
                 w.send({"finish": True}, "finishing")
+            elif task[1] != METRICS and listings and not w.borrowed and w is not coder:
+                w.borrowed = True
+                w.send({"task": task, "listings": listings}, "working")
             else:
                 w.send({"task": task}, "working")
 
@@ -227,6 +237,11 @@ class ReaderPool:
                 w.state = "opened"
                 total, w.code_warm = msg["opened"]["launches"], msg["opened"]["warm"]
                 w.listed = bool(msg["opened"].get("listed"))
+                if w is coder:
+                    listings = msg["opened"].get("listings") or {}
+                if schedule is None:
+                    schedule = Schedule(total, len(workers), coder)
+                dispatch(w)  # at once: readers open at their own pace (the coder lists first)
             elif "did" in msg:
                 _, part, label = msg["did"]
                 w.code_warm |= part != METRICS
@@ -242,13 +257,6 @@ class ReaderPool:
                 w.state = "idle"
                 metas[i] = msg["done"]
                 w.retire = (metas[i] or {}).get("rss", 0) > READER_MAX_RSS
-            # Hand out work once every reader has the report open (or failed to).
-            if schedule is None and not any(r.state == "opening" for r in workers):
-                opened = [r for r in workers if r.state == "opened"]
-                if opened:
-                    schedule = Schedule(total, opened, workers[0])
-                    for r in opened:
-                        dispatch(r)
 
         for w in workers:
             if w.state == "dead":

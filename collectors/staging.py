@@ -150,6 +150,24 @@ _FORMAT: dict[str, Callable[[object], str]] = {
     "VARCHAR": _text, "INTEGER": _integer, "BIGINT": _integer, "UBIGINT": _integer, "DOUBLE": _double,  # type: ignore[dict-item]
 }
 
+# A column of plain ints (or plain floats), each maybe None, is formatted in bulk: str (repr)
+# of each value by `map`, joined with a character no number's text holds, None's text
+# blanked, split again. The same text as _integer and _double give value by value, ~3x
+# faster (a report's metrics are millions of values; their CSV took longer than reading
+# them). A NaN (whose sign repr drops), a bool, or anything else goes value by value.
+_BULK = {"INTEGER": (int, str), "BIGINT": (int, str), "UBIGINT": (int, str), "DOUBLE": (float, repr)}
+_SEP = "\x1f"
+
+
+def _column(kind: str, values: Sequence[object]) -> list[str]:
+    bulk = _BULK.get(kind)
+    if bulk is not None and set(map(type, values)) <= {bulk[0], type(None)}:
+        text = _SEP.join(map(bulk[1], values))
+        if "nan" not in text:
+            return text.replace("None", "").split(_SEP) if values else []
+    fmt = _FORMAT[kind]
+    return ["" if v is None else fmt(v) for v in values]
+
 
 def write(path: Path, table: str, columns: Mapping[str, Sequence[object]]) -> int:
     """Write staged table `table`, given as {column: values} (None is NULL), to `path`;
@@ -159,9 +177,8 @@ def write(path: Path, table: str, columns: Mapping[str, Sequence[object]]) -> in
     names = [c for c, _ in STAGES[table]]
     out = []
     for col, kind in STAGES[table]:
-        fmt = _FORMAT[kind]
         try:
-            out.append(["" if v is None else fmt(v) for v in columns[col]])
+            out.append(_column(kind, columns[col]))
         except (TypeError, AttributeError) as e:
             raise StagingError(f"its {table}.{col} holds a value of the wrong type ({e})") from None
     lines = [",".join(names), *map(",".join, zip(*out))] if out and out[0] else [",".join(names)]
