@@ -1108,7 +1108,11 @@ def _flag_tx_bytes(k: _Kernel, barriers: tuple[Barrier, ...], boxes: list[int] |
     sides are the same register); else said in the notes."""
     stmts = k.stmts
     maps = sorted({p for s in stmts if (p := _tensor_map_param(k, s)) is not None})
-    box_of = dict(zip(maps, boxes)) if boxes and len(boxes) == len(maps) else {}
+    # the metadata lists every descriptor argument, used or not: matched to the parameters
+    # declared as tensor maps, in order (an unused one makes the used maps fewer)
+    declared = k.e.tensor_map_params
+    box_of = dict(zip(declared, boxes)) if boxes and len(boxes) == len(declared) and set(maps) <= set(declared) \
+        else dict(zip(maps, boxes)) if boxes and len(boxes) == len(maps) else {}
     device = _device_boxes(k, stmts)
     out: list[Flag] = []
     unknown = 0

@@ -42,6 +42,7 @@ MAX_INPUT_BYTES = 2 * GiB  # PTX text or a binary holding it (bigger is not one 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
 _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(")
 _FUNC = re.compile(r"\.func\s+(?:\(([^)]*)\)\s*)?([\w$.]+)")
+_MAP_PARAM = re.compile(r"\.param\s+\.align\s+64\s+\.b8\s+[\w$]+_param_(\d+)\s*\[\s*128\s*\]")
 _PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?(?:\.ptr\S*\s+)*\.\w+\s+([\w$]+)")
 _NTID = re.compile(r"\.(maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 _NCTA = re.compile(r"\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
@@ -117,6 +118,9 @@ class Entry:
     calls: list[Call] = field(default_factory=list)
     # `L: .branchtargets A, B, ...;` (the jump tables `brx.idx` reads): L -> [A, B, ...]
     branchtargets: dict[str, list[str]] = field(default_factory=dict)
+    # N of each parameter declared `.param .align 64 .b8 <name>_param_N[128]`, in order: a
+    # tensor map passed by value (CUtensorMap), as Triton passes its tensor descriptors
+    tensor_map_params: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -165,6 +169,7 @@ def parse(text: str) -> list[Entry]:
                         entry.ntid_kind = nm.group(1)
                 if cm := _NCTA.search(text_h):
                     entry.cluster = tuple(int(g) if g else 1 for g in cm.groups())  # type: ignore[assignment]
+                entry.tensor_map_params = [int(n) for n in _MAP_PARAM.findall(text_h)]
             else:
                 hm = _FUNC.search(text_h)
                 assert hm is not None
