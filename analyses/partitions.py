@@ -342,6 +342,16 @@ class _Walk:
             if len(srcs) == 2 and sel is not None and None not in vals:
                 key = (lambda v: v) if ".U32" in name else _s32
                 out = tuple((min if s else max)(p, q, key=key) for p, q, s in zip(*vals, sel))
+        elif base in ("VIADDMNMX", "UVIADDMNMX") and len(a) == 5 and _PRED.match(a[-1].lstrip("!")):
+            # add then min / max: `VIADDMNMX.U32 R0, R2, R0, 0x2, PT` is min(R2 + R0, 2) (the
+            # last predicate picks min when true): CuTe's and TIRx's warp index clamped into a
+            # BRX table, `min(warp - 4, 2)` (warps below 4 wrap, as .U32, to the last entry)
+            x, y, c = (self._val(st, t) for t in a[1:4])
+            sel = self._val(st, a[-1])
+            if None not in (x, y, c, sel):
+                key = (lambda v: v) if ".U32" in name else _s32
+                out = tuple((min if q else max)((p + r) & 0xFFFFFFFF, w, key=key)
+                            for p, r, w, q in zip(x, y, c, sel))  # type: ignore[arg-type]
         elif base in ("LOP3", "ULOP3") and len(a) in (6, 7) and a[-1] in ("!PT", "!UPT") \
                 and a[-2] == "0xc0" and a[-3] in ("RZ", "URZ"):
             # a AND: LOP3.LUT R, a, b, RZ, 0xc0, !PT (`R132 & 0xfffffffc`: TIRx's warpgroup
