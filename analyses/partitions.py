@@ -300,6 +300,13 @@ class _Walk:
                 out = tuple(range(LANES))
         elif base in ("MOV", "UMOV", "R2UR") and len(a) >= 2:
             out = self._val(st, a[1])
+            if out is None and st.get("b:" + a[1]) is not None:
+                # a window base + warp moved to another register (then spilled: Gluon's
+                # `MOV R0, UR4; STL [R1+0x64], R0` before its setmaxnreg)
+                based = st["b:" + a[1]]
+                self._kill(st, op)
+                st["b:" + a[0]] = based
+                return
         elif name in ("IMAD.MOV.U32", "IMAD.MOV", "IMAD.U32") and len(a) == 4 and a[1] in ("RZ", "URZ"):
             out = self._val(st, a[3])
         elif base in ("SHF", "USHF") and len(a) == 4:
@@ -571,8 +578,8 @@ def _table(ops: list[_Op]) -> list[dict[int, int]]:
             if lo is not None and hi is not None:
                 consts[a[0]] = lo | (hi << 16)
                 continue
-        if op.base == "MOV" and len(a) == 2 and _imm(a[1]) is not None and op.guard is None:
-            consts[a[0]] = _imm(a[1])
+        if op.base == "MOV" and len(a) == 2 and (a[1] == "RZ" or _imm(a[1]) is not None) and op.guard is None:
+            consts[a[0]] = 0 if a[1] == "RZ" else _imm(a[1])  # `MOV R4, RZ`: table bytes {0, 0, 0, 0}
             continue
         if op.base == "STS" and len(a) == 2 and op.guard is None:
             m = _ADDR.search(a[0])
