@@ -10,7 +10,7 @@ alternating, N times each (default 5), median:
           (IMetric.value() is also shown; it costs ~3x as much per value)
   wsperf  wsperf.collectors.ncu.load_report into a fresh in-memory store: reading in
           reader processes (correlation ids, units, SASS text, source lines, rules too),
-          staging as Arrow, one DuckDB transaction
+          staging as CSV (collectors/staging.py), one DuckDB transaction
 
 Bare runs in a fresh process each time, after one untimed read of the same report (so
 ncu_report's one-time set-up is behind it, and the ~7x the report's size that
