@@ -176,12 +176,17 @@ def _job(ops: list[_Op]) -> tuple[str, str]:
               if has(p)]
     softmax = has(r"^MUFU\.EX2")
     tmem = [j for p, j in ((r"^LDTM", "tensor-memory load"), (r"^STTM", "tensor-memory store")) if has(p)]
-    if not mma and "TMA load" not in loads and has(r"^LDTM") and any(j in stores for j in ("TMA store", "global stores")):
+    ex2 = sum(n.startswith("MUFU.EX2") for n in names)
+    # a softmax that also stores the final output (attention's default warps) keeps the name:
+    # its row maxima (FMNMX) tell it from an epilogue's activation (SiLU, GELU: no maximum)
+    softmax_rows = not mma and ex2 >= SOFTMAX_EX2 and sum(n.startswith("FMNMX") for n in names) >= 4
+    if not mma and not softmax_rows and "TMA load" not in loads and has(r"^LDTM") and \
+            any(j in stores for j in ("TMA store", "global stores")):
         # an epilogue: the accumulator loaded from tensor memory, its math elementwise (bias,
         # an activation whose exp2 is no softmax: SiLU, sigmoid, GELU), the results stored to
         # global memory, by TMA or not. A softmax keeps its result on chip for the next MMA.
         return "epilogue", ", ".join(loads + stores + (["FMA math"] if math >= 4 else []))
-    if not mma and sum(n.startswith("MUFU.EX2") for n in names) >= SOFTMAX_EX2:
+    if not mma and ex2 >= SOFTMAX_EX2:
         # attention's softmax without MMA: an exp2 per score (Triton's sm_100 attention lowering)
         return "softmax", ", ".join(["softmax (exp2)"] + loads + tmem + [j for j in stores if j not in tmem])
     if not mma and len(tmem) == 2 and math >= 4 and not has(r"^(STG|UTMASTG|UBLKCP\.G\.S|REDG|ATOMG|RED\.)"):

@@ -200,6 +200,11 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         # Cluster Launch Control: the warp that asks for the next tile (try_cancel) and hands
         # it to the others, with no copies or math of its own
         sched = any(o.startswith("clusterlaunchcontrol.try_cancel") for o in ops) and not mma and not prod
+        # a softmax that also stores the final output (attention's default warps: P to shared
+        # memory each block, O / l out at the end) is the softmax: its row maxima tell it from
+        # an epilogue's activation (SiLU, GELU: exp2 but no maximum; ReLU: a maximum, no exp2)
+        if attn == "softmax" and sum(o.startswith(("max.f32", "max.ftz.f32", "max.NaN.f32")) for o in ops) >= 4:
+            epilogue = False
         kind = "scheduler" if sched else "epilogue" if epilogue else attn if attn else \
             "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
