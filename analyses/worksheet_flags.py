@@ -1622,8 +1622,9 @@ def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list
                 x, ready = got
                 out.append(Flag(14, FLAG_NAMES[14], f"{a.site.role} releases {b.name} ({a.kind}, {_where(a.site)}) "
                                 f"for the stage it waited on at line {stmts[x].line} ({ready}), whose wgmma may "
-                                "still be reading it: the wgmma.wait_group before the release leaves the newest "
-                                f"group in flight, the one issued after that wait. The role waiting on {b.name} may "
+                                "still be reading it: no wgmma.wait_group retires the group issued after that wait "
+                                "before the release (none stands between, or it leaves N >= 1 groups in flight). "
+                                f"The role waiting on {b.name} may "
                                 "refill the stage under the wgmma (a race, no hang). Release the stage of the group "
                                 "the wait_group retired (the previous step's), or wait_group 0 first",
                                 Basis.EVIDENCE, a.site.line))
@@ -1660,14 +1661,16 @@ def _base_const(k: _Kernel, op: str) -> tuple[int, int] | None:
 
 def _wgmma_in_flight(k: _Kernel, barriers: tuple[Barrier, ...], b: Barrier, i: int) -> tuple[int, str] | None:
     """A release (statement i, an arrive on b) of the very stage whose wgmma may still read it:
-    going back in the loop trip, the last `wgmma.wait_group N` leaves N >= 1 groups in flight,
-    the newest of which holds the wgmmas issued after this trip's wait on the stage's `ready`
+    going back in the loop trip, the last `wgmma.wait_group N` leaves N >= 1 groups in flight
+    (or none stands between the commit and the release), the newest of which holds the
+    wgmmas issued after this trip's wait on the stage's `ready`
     barrier; that wait's address and the release's are one register plus constants whose
     difference is the distance between the two rings (the same stage index). A release of
     the stage before (a lag of one, the index computed apart) is not this."""
     stmts = k.stmts
     body = k.work_loop(i)
-    rel = _base_const(k, stmts[i].operands[-1]) if stmts[i].operands else None
+    addr = next((o for o in stmts[i].operands if o.strip().startswith("[")), None)
+    rel = _base_const(k, addr) if addr else None
     if not body or rel is None or not b.slots:
         return None
     state = "release"  # release -> waited (wait_group N>=1) -> committed -> issued -> the ready wait
@@ -1684,7 +1687,7 @@ def _wgmma_in_flight(k: _Kernel, barriers: tuple[Barrier, ...], b: Barrier, i: i
                 return None
             state = "waited"
         elif op.startswith("wgmma.commit_group"):
-            if state != "waited":
+            if state not in ("waited", "release"):  # (no wait_group at all: every group in flight)
                 return None
             state = "committed"
         elif op.startswith("wgmma.mma_async"):
@@ -1696,7 +1699,8 @@ def _wgmma_in_flight(k: _Kernel, barriers: tuple[Barrier, ...], b: Barrier, i: i
                 return None
             ready = next((o for o in barriers if o is not b and o.slots and any(
                 k.stmt_of(w.site) == x for w in o.waiters)), None)
-            got = _base_const(k, s.operands[1] if len(s.operands) > 2 else s.operands[-1])
+            waddr = next((o for o in s.operands if o.strip().startswith("[")), None)
+            got = _base_const(k, waddr) if waddr else None
             if ready is None or got is None or got[0] != rel[0] or len(set(ready.slots)) != len(set(b.slots)):
                 return None
             if rel[1] - got[1] != min(b.slots) - min(ready.slots):
