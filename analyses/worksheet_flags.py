@@ -1445,6 +1445,17 @@ def _flag_parity_never_flips(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[
             v = k.vals(w.parity) if w.parity is not None else None
             one = next(iter(v[1])) & 1 if v is not None and v[0] is None and v[1] is not None and len(v[1]) == 1 \
                 else None
+            f = k.value(w.parity) if one is None and w.parity and w.parity.startswith("%") else None
+            dom = k.dominators()
+            latches = [x for x in body if any(y in body and y in dom[x] for y in k.succ[x])]
+            if f is not None and v is not None and v[0] is None and v[1] and all(f(x) is not None for x in t) and \
+                    k.defs.get(w.parity) and not any(k.block_of[k.index[id(d)]] in body for d in k.defs[w.parity]) \
+                    and latches and all(k.block_of[i] in dom[x] for x in latches):
+                # (a wait on every trip: one some trips skip may be a first-visit-only wait)
+                # set once before the loop, per thread (CuTe's `selp 1, 0, warpgroup == 0` of a
+                # PipelineOrder state not carried round the loop): constant every trip, in each
+                # thread; -1 stands for "its own constant"
+                one = -1
             by_loop.setdefault((frozenset(body), frozenset(x // 32 for x in t)), []).append((i, w, one))
         for (body, _), ws in by_loop.items():
             if any(k.block_of[x] in body for x in init_at) or any(one is None for _, _, one in ws) or \
@@ -1454,6 +1465,9 @@ def _flag_parity_never_flips(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[
             trips = k.trip_count(i, set(body))
             if trips is not None and trips <= max(len(set(b.slots)), 1):
                 continue
+            if p == -1:  # its own constant per thread: named by the values it may take
+                p = "/".join(str(x & 1) for x in sorted(k.vals(w.parity)[1]))  # type: ignore[attr-defined,index]
+                p = f"{p} (set before the loop, one value per thread)"
             out.append(Flag(12, FLAG_NAMES[12], f"{w.site.role} waits on {b.name} for parity {p} on every trip of "  # type: ignore[attr-defined]
                             f"its loop ({_where(w.site)}, parity {w.parity}: the same value every trip), while "  # type: ignore[attr-defined]
                             "its phases alternate 0, 1, 0, ...: once the barrier has completed a phase of parity "
