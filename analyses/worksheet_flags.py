@@ -535,9 +535,36 @@ def _addr(k: _Kernel, op: str, threads: frozenset | None, depth: int = 0) -> tup
                     break
                 r, offs = _addr(k, x, threads, depth + 1)
                 return r, None if offs is None else frozenset(o + c + w for o in offs for w in vs)  # type: ignore[operator]
+        if name == "xor" and len(d.operands) == 3:
+            sw = _swizzled(k, d.operands[1], d.operands[2], threads, depth)
+            if sw is not None:
+                return sw[0], frozenset(o + c for o in sw[1])
     if base in ("%r", ""):
         return base, None
     return base, frozenset({c})
+
+
+def _swizzled(k: _Kernel, a: str, b: str, threads: frozenset | None, depth: int) -> tuple[str, frozenset] | None:
+    """CuTe's swizzle of a shared address, `x ^ ((x >> s) & m)` (`shr`, `and`, `xor`), where x
+    is a symbol plus offsets: the symbol's declared alignment (`.align 1024`) leaves the bits
+    the swizzle reads and flips to the offset alone, so each offset o becomes
+    o ^ ((o >> s) & m). None for any other shape, or a symbol not aligned enough."""
+    for x, y in ((a, b), (b, a)):
+        ds = k.defs.get(y.strip())
+        if not ds or len(ds) != 1 or ds[0].opcode.split(".")[0] != "and" or len(ds[0].operands) != 3:
+            continue
+        m = _const(k, ds[0].operands[2])
+        sh = k.defs.get(ds[0].operands[1].strip())
+        if m is None or m < 0 or not sh or len(sh) != 1 or sh[0].opcode.split(".")[0] != "shr" or \
+                len(sh[0].operands) != 3 or sh[0].operands[1].strip() != x.strip():
+            continue
+        s_ = _const(k, sh[0].operands[2])
+        r, offs = _addr(k, x, threads, depth + 1)
+        align = next((dcl.align for dcl in k.e.shared if dcl.name == r), None)
+        if s_ is None or offs is None or not align or (m << s_) >= align or m >= align:
+            return None
+        return r, frozenset(o ^ ((o >> s_) & m) for o in offs)
+    return None
 
 
 def _ring_extent(k: _Kernel, op: str) -> tuple[str, int, int] | None:
@@ -582,6 +609,10 @@ def _desc_address(k: _Kernel, op: str) -> str | None:
             return d.operands[1]
         if name == "shr" and len(d.operands) == 3 and _const(k, d.operands[2]) == 4:
             return d.operands[1]
+        if name == "mov" and len(d.operands) >= 2 and d.operands[1].strip().startswith("{"):
+            # `mov.b64 %rd, {lo, hi}` (CuTe): the start address is in the low word
+            r = d.operands[1].strip().lstrip("{").split(",")[0].strip()
+            continue
         if name in ("mov", "cvt") and len(d.operands) == 2:
             r = d.operands[1]
             continue
@@ -597,7 +628,7 @@ def _desc_address(k: _Kernel, op: str) -> str | None:
 
 def _async_reads(k: _Kernel, s: Stmt) -> list[tuple[str, frozenset | None, int | None]] | None:
     """What an async-proxy reader of shared memory reads: (root, start offsets, end offset
-    bound or None), one per shared operand; None when an operand's address is not derived."""
+    bound or None), one per shared operand (`%?` for one not derived); None when none is."""
     o, a = s.opcode, s.operands
     out: list[tuple[str, frozenset | None, int | None]] = []
     if o.startswith("cp.async.bulk") or o.startswith("cp.reduce.async.bulk"):
@@ -613,9 +644,14 @@ def _async_reads(k: _Kernel, s: Stmt) -> list[tuple[str, frozenset | None, int |
         return None
     if not ops:
         return None
+    if all(x == "?" for x in ops):
+        return None
     for x in ops:
         if x == "?":
-            return None
+            # one descriptor not derived (a stage offset added to the descriptor itself): the
+            # others still say what is surely read
+            out.append(("%?", None, None))
+            continue
         ext = _ring_extent(k, x.strip().strip("[]").split("+")[0].strip())
         if ext is not None:
             m = re.search(r"\+\s*(-?\d+)\s*\]?$", x)
