@@ -147,6 +147,63 @@ def _private_dir(prefix: str) -> str:
     return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
 
 
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_SCAN_FILES = 2000  # files the include scan opens at most
+_SCAN_BYTES = 64 << 20  # bytes of one file it reads at most (a larger one is not scanned)
+
+
+def check_includes(src: Path) -> None:
+    """Refuse a source whose includes reach a file that is not a regular file: a FIFO (the
+    preprocessor waits on it until the compile's time limit), `/dev/zero` (it reads until
+    memory runs out), `/dev/stdin`, a directory. The user's own files are followed (quoted
+    includes from the including file's directory and the source's, any absolute path), at
+    most _SCAN_FILES of them, each only when it is a regular file; the toolkit's `<...>`
+    headers are not. Raises InputError naming the include and the file that has it."""
+    import stat as st_
+
+    top = Path(src).resolve().parent
+    seen: set[Path] = set()
+    todo = [Path(src)]
+    while todo and len(seen) < _SCAN_FILES:
+        f = todo.pop()
+        try:
+            key = f.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            info = os.stat(f)
+        except OSError:
+            continue
+        if not st_.S_ISREG(info.st_mode) or info.st_size > _SCAN_BYTES:
+            continue
+        try:
+            with open(f, "rb") as fh:
+                text = fh.read(_SCAN_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for m in _INCLUDE.finditer(text):
+            name = m.group(2).strip()
+            cands = [Path(name)] if name.startswith("/") else \
+                [f.parent / name, top / name] if m.group(1) == '"' else []
+            for c in cands:
+                try:
+                    ci = os.stat(c)
+                except OSError:
+                    continue
+                if not st_.S_ISREG(ci.st_mode):
+                    kind = "a FIFO" if st_.S_ISFIFO(ci.st_mode) else "a device" if st_.S_ISCHR(ci.st_mode) or \
+                        st_.S_ISBLK(ci.st_mode) else "a directory" if st_.S_ISDIR(ci.st_mode) else "not a regular file"
+                    where = "" if f == Path(src) else f" (from {_printable_path(f)})"
+                    raise InputError(f"{src}: #include {m.group(1)}{name}{'>' if m.group(1) == '<' else chr(34)}"
+                                     f"{where} is {kind}, which a compile would wait on or read without end: not "
+                                     "compiled; include regular files only")
+                todo.append(c)
+                break
+
+
 def run_nvcc(src: Path, arch: str, mode: list[str], out: Path, needs: str, instead: str) -> list[str]:
     """Compile `src` for `arch` with the extra `mode` options into `out`; nvcc's and
     ptxas' output lines. No nvcc: a ToolError saying what `needs` it and what to give
@@ -157,6 +214,7 @@ def run_nvcc(src: Path, arch: str, mode: list[str], out: Path, needs: str, inste
     copy's own includes through a link to the source's directory (`-I`, under a name as
     safe), writes `result` there, and the result is moved to `out`. What nvcc prints, and
     a PTX `.file` directive, name the user's file again."""
+    check_includes(src)
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise ToolError(f"{src}: {needs} needs nvcc, which is not on PATH: install the CUDA toolkit "

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import os
+
 import json
 import shutil
 import shutil as _sh
@@ -99,6 +101,25 @@ def test_a_cu_file_that_reads_stdin_does_not_wait_on_wsperf(tmp_path):
     finally:
         proc.kill()
     assert proc.returncode in (0, 2), err
+
+
+def test_a_cu_file_including_dev_zero_is_refused_before_any_compile(tmp_path):
+    # the preprocessor reads /dev/zero until memory runs out: refused, no nvcc needed
+    src = tmp_path / "zero.cu"
+    src.write_text('#include "/dev/zero"\n__global__ void k() {}\n')
+    p = wsperf("worksheet", src.name, cwd=tmp_path)
+    assert_one_error_line(p, 2, "zero.cu", '#include "/dev/zero"', "a device")
+
+
+def test_a_fifo_included_through_a_header_is_refused(tmp_path):
+    # a FIFO two includes down: the compile would wait on it until its 600 s limit
+    os.mkfifo(tmp_path / "pipe.h")
+    (tmp_path / "inner.cuh").write_text('#include "pipe.h"\n')
+    src = tmp_path / "outer.cu"
+    src.write_text('#include <cuda.h>\n#include "inner.cuh"\n__global__ void k() {}\n')
+    for args in (("worksheet", src.name), ("inspect", src.name)):
+        p = wsperf(*args, cwd=tmp_path)
+        assert_one_error_line(p, 2, "outer.cu", '#include "pipe.h"', "from inner.cuh", "a FIFO")
 
 
 # -- outputs over inputs -------------------------------------------------------------------
