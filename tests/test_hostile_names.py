@@ -10,9 +10,8 @@
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 import shutil
 import shutil as _sh
 from pathlib import Path
