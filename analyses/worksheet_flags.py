@@ -983,7 +983,10 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
         if parity != 1 or bn in done:
             continue
         b = barriers[bn]
-        kinds = {a.kind.removeprefix("remote ") for a in b.arrivers}
+        # in a group the PTX does not tell apart, a wait whose barrier is decided is fed by the
+        # arrivers that reach that barrier (or whose barriers are not decided), not the group's
+        mine = [a for a in b.arrivers if b.decided or not w.slots or not a.slots or set(a.slots) & set(w.slots)]
+        kinds = {a.kind.removeprefix("remote ") for a in mine}
         smem = any(kd in ("complete_tx", "cp.async.mbarrier.arrive") for kd in kinds)
         tmem = "tcgen05.commit" in kinds
         p = k.threads(i)

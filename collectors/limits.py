@@ -22,7 +22,7 @@ under a limit:
   third of the address space (`duckdb_config`), so that a store too big for it ends in
   DuckDB's own out-of-memory error, which the error boundary reports as such.
 
-Without a limit nothing changes. Standard library only: the console script reads it
+Without a limit only DuckDB's spill to disk is bounded (MAX_SPILL). Standard library only: the console script reads it
 before anything heavy is imported.
 """
 
@@ -79,12 +79,21 @@ def min_address_space() -> int:
     return max(MIN_ADDRESS_SPACE, MIN_ADDRESS_SPACE // 2 + PER_CORE * (os.cpu_count() or 1))
 
 
+# What DuckDB may spill to disk beside a store (`<store>.tmp/`) or in memory-only work, in
+# bytes: DuckDB's own default is 90% of the free disk, which one `wsperf sql` sorting a big
+# join could fill. Past it the query ends in DuckDB's out-of-memory error, said as an
+# `Error:` line. WSPERF_MAX_SPILL (e.g. `16GiB`) raises it.
+MAX_SPILL = "4GiB"
+
+
 def duckdb_config() -> dict[str, Any]:
-    """`duckdb.connect(config=...)` for this process: empty without a limit."""
+    """`duckdb.connect(config=...)` for this process: the spill bound, and under an
+    address-space limit fewer threads and a memory limit."""
+    spill = {"max_temp_directory_size": os.environ.get("WSPERF_MAX_SPILL") or MAX_SPILL}
     limit = address_space_limit()
     if limit is None:
-        return {}
-    return {"threads": max(1, min(os.cpu_count() or 1, LEAN_THREADS)),
+        return spill
+    return {**spill, "threads": max(1, min(os.cpu_count() or 1, LEAN_THREADS)),
             "memory_limit": f"{max(limit // 3, 128 << 20) >> 20}MiB"}
 
 

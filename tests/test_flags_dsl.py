@@ -121,7 +121,11 @@ def test_tmem_freed_early_silent_on_correct(name):
 
 PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "gluon_rings23_bphase.ptx",
                 "tirx_dualacc_mma_parity.ptx", "cute_tworegions_phase.ptx", "cutlass_pingpong_async_epiphase.ptx",
-                "gluon_unroll3_ph1.ptx", "tirx_p5_mma_parity.ptx"},
+                "gluon_unroll3_ph1.ptx", "tirx_p5_mma_parity.ptx",
+                # the MMA warp's counter wraps at 4 on 3 stages: starting at 2 with phase 1, its
+                # first trip does not wrap, so it really waits for parity 1 (on ready[3], which
+                # was never initialized: flag 13 is the design's cause, not found yet)
+                "t_bscale_fp8_s3_w8_wrap4.ptx"},
            11: {"tirx_pgemm_early_dealloc.ptx"},
            12: {"gluon_zp5_noflip.ptx", "tws3_tri_s5_sm100_noflip.ptx", "cute_wgpersist_nophase.ptx",
                "tirx_p5_noflip.ptx", "g_attn2p_vnoflip.ptx", "tirx_2p_bnoflip.ptx", "h4_pp2p_noflip.ptx",

@@ -196,3 +196,24 @@ def test_comparing_stored_runs_only_reads_the_store(clean_store, tmp_path):
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["base"] == "night-1"
     assert db.read_bytes() == before
+
+
+def test_a_query_that_spills_past_the_bound_ends_in_one_error_line(clean_store, tmp_path):
+    # DuckDB's own spill bound is 90% of the free disk: a sort bigger than its memory limit
+    # could fill the disk beside the store. wsperf bounds it (WSPERF_MAX_SPILL, default 4 GiB);
+    # here 1 MiB under a 3 GiB address-space limit (a 1 GiB memory limit), on a 1.2 GB sort
+    import hashlib
+    import resource
+
+    db = tmp_path / "runs.duckdb"
+    shutil.copy(clean_store, db)
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    query = "SELECT count(*) FROM (SELECT i, repeat('x', 300) s FROM range(4000000) t(i) ORDER BY s, i DESC)"
+    from support import ENV, wsperf_exe
+
+    p = subprocess.run([wsperf_exe(), "sql", "--db", str(db), query], capture_output=True, text=True, timeout=600,
+                       env={**ENV, "WSPERF_MAX_SPILL": "1MiB"},
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)))
+    assert_one_error_line(p, 2, "Out of Memory", "failed to offload")
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    assert not any(x.name.endswith(".tmp") and any(x.iterdir()) for x in tmp_path.iterdir() if x.is_dir())
