@@ -25,6 +25,9 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
     san = {r["tool"]: ("timed out" if r["timed_out"] else f"{r['seconds']:.0f}s") for r in runs
            if r["phase"] == "sanitizer"}
     fails: list[str] = []
+    # analyze's caveats are objects ({"kind", "text", ...}); their texts and kinds
+    caveat_objs = [c if isinstance(c, dict) else {"kind": None, "text": str(c)} for c in (doc or {}).get("caveats", [])]
+    texts = [str(c.get("text") or "") for c in caveat_objs]
     scope = manifest.get("scope") or {}
     attempts = [r["tool"] for r in runs if r["phase"] == "sanitizer-attempt"]
     seen: list[str] = [f"sanitizer {san}", f"scope {scope.get('mode')} {scope.get('kernels') or scope.get('pattern')}"
@@ -95,7 +98,7 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
             fails.append("no live wait read from the warps' registers")
     elif name.startswith("release_"):
         rel = sorted({r["release"] for r in (doc or {}).get("releases", [])})
-        caveats = (doc or {}).get("caveats", [])
+        caveats = texts
         seen.append(f"releases {rel}; caveats {[c[:80] for c in caveats]}")
         want = {"release_warp_synced": "warp-synced-single-lane-release",
                 "release_unsynced": "unsynced-single-lane-release",
@@ -132,8 +135,9 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
             fails.append("Triton's .ttgir not kept")
     elif name in ("gluon_ws_rowsum", "triton_ws4"):
         # correct warp-specialized kernels: clean, racecheck's partition-table records a caveat
-        caveats = (doc or {}).get("caveats", [])
-        proto = [c for c in caveats if c.startswith("toolchain-protocol")]
+        caveats = texts
+        proto = [c.get("text") for c in caveat_objs if c.get("kind") == "toolchain-protocol"
+                 or str(c.get("text")).startswith("toolchain-protocol")]
         kernels = (doc or {}).get("kernels", [])
         seen.append(f"outcome {manifest.get('outcome')}; toolchain-protocol caveats {len(proto)}; "
                     f"verdict launches {len(kernels)}; other caveats {[c[:80] for c in caveats if c not in proto]}")
@@ -143,7 +147,7 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
             fails.append("no verdicts for the profiled kernel")
     elif name in ("gluon_3part", "gluon_3part_slow"):
         # three partitions, correct: clean, profiled, each partition named with its job
-        caveats = (doc or {}).get("caveats", [])
+        caveats = texts
         kernels = [k for k in (doc or {}).get("kernels", []) if k.get("name") == "gluon_ws_3part"]
         parts = {p.get("partition"): p.get("job") for k in kernels for p in k.get("partitions") or []}
         seen.append(f"outcome {manifest.get('outcome')}; partitions {parts}; verdicts "
@@ -154,14 +158,14 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
                 or not any("TMA load" in str(j) for j in parts.values()):
             fails.append("the TMA load and TMA store partitions are not named")
     elif name == "triton_plain_desc":
-        caveats = (doc or {}).get("caveats", [])
+        caveats = texts
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:120] for c in caveats]}")
         if manifest.get("outcome") != "clean" or not any("atomic exchange" in c for c in caveats):
             fails.append("not clean with the tensor-map exchanges set apart")
     elif name in ("torch_gluon", "torch_gluon_kernel"):
         # a PyTorch program around the Gluon kernel: scoped to it (racecheck, failing inside
         # itself under a filter there, is run again unscoped); clean with the scope as a caveat
-        caveats = (doc or {}).get("caveats", [])
+        caveats = texts
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")
         want = "user-kernels" if name == "torch_gluon" else "kernel"
         if manifest.get("outcome") != "clean":
@@ -240,10 +244,13 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
         if not any(want in str(c.get("text")) and c.get("basis") == "evidence" for c in causes):
             fails.append(f"no evidence names the {want}")
     elif name.startswith("torch_"):
-        caveats = (doc or {}).get("caveats", [])
+        caveats = texts
         seen.append(f"outcome {manifest.get('outcome')}; caveats {[c[:110] for c in caveats]}")
     return ("FAIL: " + "; ".join(fails) + " | " if fails else "") + "; ".join(seen)
 
 
 if __name__ == "__main__":
-    print(main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]) if len(sys.argv) > 4 else None))
+    try:
+        print(main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]) if len(sys.argv) > 4 else None))
+    except Exception as e:  # a checker that cannot read the bundle is a failed row, not a pass
+        print(f"FAIL: the check itself failed: {type(e).__name__}: {e}")
