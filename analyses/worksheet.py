@@ -214,6 +214,13 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         # a warpgroup's branch that only sets its register budget before its one warp's role
         # (CUTLASS's producer warpgroup: warp 0 loads, warps 1-3 wait): the others are idle
         inner = frozenset().union(*(g for g in groups if g is not None and g < ws))
+        if kind == "idle" and inner == ws and sum(1 for g in groups if g is not None and g < ws and
+                                                   _joined(k, idx, groups[g])) >= 2:
+            # code that roles of their own run in common, on their way in or out of it (CuTe's
+            # `if warp == 4 or warp == 6:` before each producer's own branch; TIRx's shared tail):
+            # no idle warp among them. An idle partition of another region (Triton's dispatch
+            # loop runs it after those warps' roles) stays idle
+            kind = "shared"
         role_name[ws] = f"{kind} ({_warps(ws - inner if kind == 'idle' and ws - inner else ws)})"
         jobs = _jobs(ops)
         what = sorted({o.split(".")[0] + ("." + o.split(".")[1] if o.split(".")[0] in ("cp", "tcgen05", "wgmma",
@@ -648,6 +655,26 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
         count = c(0) if c else None  # type: ignore[assignment]
     return Arrive(st, "arrive", n * count if n is not None and count is not None else None, None, loop,
                   _turns(k, i))
+
+
+def _joined(k: _Kernel, mine: list[int], theirs: list[int]) -> bool:
+    """Whether statements `mine` and `theirs` lie on one forward path: a block of one reaches a
+    block of the other along edges that are no loop's back edge."""
+    dom = k.dominators()
+    a, b = {k.block_of[i] for i in mine}, {k.block_of[i] for i in theirs}
+
+    def reach(src: set[int], dst: set[int]) -> bool:
+        seen, todo = set(), list(src)
+        while todo:
+            x = todo.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if x in dst and x not in src:
+                return True
+            todo += [y for y in k.succ[x] if y not in dom[x]]
+        return False
+    return reach(a, b) or reach(b, a)
 
 
 def _copy_source(k: _Kernel, a: Arrive) -> str:

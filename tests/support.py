@@ -87,7 +87,7 @@ def warp_roles(k) -> dict[int, set[str]]:
     out: dict[int, set[str]] = {}
     for r in k.roles:
         m = re.match(r"([a-z][a-z+\- ]*?) \(warps? ([\d,\- ]+)\)", r.text)
-        if m:
+        if m and m.group(1) != "shared":  # code that roles run in common: no role of its own
             for w in warps_of(m.group(2)):
                 out.setdefault(w, set()).add(m.group(1))
     return out
