@@ -179,6 +179,8 @@ def _job(ops: list[_Op]) -> tuple[str, str]:
     ex2 = sum(n.startswith("MUFU.EX2") for n in names)
     # a softmax that also stores the final output (attention's default warps) keeps the name:
     # its row maxima (FMNMX) tell it from an epilogue's activation (SiLU, GELU: no maximum)
+    # (a compare-and-select maximum, FSETP + FSEL, is not counted: GELU's and SwiGLU's range
+    # handling has as many of them)
     softmax_rows = not mma and ex2 >= SOFTMAX_EX2 and sum(n.startswith("FMNMX") for n in names) >= 4
     if not mma and not softmax_rows and "TMA load" not in loads and has(r"^LDTM") and \
             any(j in stores for j in ("TMA store", "global stores")):

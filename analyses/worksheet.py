@@ -203,7 +203,11 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         # a softmax that also stores the final output (attention's default warps: P to shared
         # memory each block, O / l out at the end) is the softmax: its row maxima tell it from
         # an epilogue's activation (SiLU, GELU: exp2 but no maximum; ReLU: a maximum, no exp2)
-        if attn == "softmax" and sum(o.startswith(("max.f32", "max.ftz.f32", "max.NaN.f32")) for o in ops) >= 4:
+        # (CuTe writes the maximum as a compare and a select: setp.le.f32 + selp.f32)
+        maxima = sum(o.startswith(("max.f32", "max.ftz.f32", "max.NaN.f32")) for o in ops) + min(
+            sum(o.startswith(("setp.le.f32", "setp.lt.f32", "setp.ge.f32", "setp.gt.f32")) for o in ops),
+            sum(o.startswith("selp.f32") for o in ops))
+        if attn == "softmax" and maxima >= 4:
             epilogue = False
         kind = "scheduler" if sched else "epilogue" if epilogue else attn if attn else \
             "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
