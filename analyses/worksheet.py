@@ -204,11 +204,11 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         # memory each block, O / l out at the end) is the softmax: its row maxima tell it from
         # an epilogue's activation (SiLU, GELU: exp2 but no maximum; ReLU: a maximum, no exp2)
         # (CuTe writes the maximum as a compare and a select: setp.le.f32 + selp.f32)
-        maxima = sum(o.startswith(("max.f32", "max.ftz.f32", "max.NaN.f32")) for o in ops) + min(
-            sum(o.startswith(("setp.le.f32", "setp.lt.f32", "setp.ge.f32", "setp.gt.f32")) for o in ops),
-            sum(o.startswith("selp.f32") for o in ops))
-        if attn == "softmax" and maxima >= 4:
-            epilogue = False
+        if attn == "softmax" and epilogue:
+            maxima = sum(o.startswith(("max.f32", "max.ftz.f32", "max.NaN.f32")) for o in ops) + min(
+                sum(o.startswith(("setp.le.f32", "setp.lt.f32", "setp.ge.f32", "setp.gt.f32")) for o in ops),
+                sum(o.startswith("selp.f32") for o in ops))
+            epilogue = maxima < 4
         kind = "scheduler" if sched else "epilogue" if epilogue else attn if attn else \
             "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \
@@ -664,21 +664,8 @@ def _arrive(k: _Kernel, i: int, st: Site) -> Arrive:
 def _joined(k: _Kernel, mine: list[int], theirs: list[int]) -> bool:
     """Whether statements `mine` and `theirs` lie on one forward path: a block of one reaches a
     block of the other along edges that are no loop's back edge."""
-    dom = k.dominators()
     a, b = {k.block_of[i] for i in mine}, {k.block_of[i] for i in theirs}
-
-    def reach(src: set[int], dst: set[int]) -> bool:
-        seen, todo = set(), list(src)
-        while todo:
-            x = todo.pop()
-            if x in seen:
-                continue
-            seen.add(x)
-            if x in dst and x not in src:
-                return True
-            todo += [y for y in k.succ[x] if y not in dom[x]]
-        return False
-    return reach(a, b) or reach(b, a)
+    return bool((k.forward_reach(a) - a) & b) or bool((k.forward_reach(b) - b) & a)
 
 
 def _copy_source(k: _Kernel, a: Arrive) -> str:

@@ -1023,7 +1023,6 @@ class _Kernel:
         loop: `mov i, 0` ... `mov idx, i`, the loop's `add i, i, 1` not reaching back). None
         otherwise."""
         out = []
-        bj = self.block_of[j]
         at = sorted(self.index[id(o)] for o in self.defs.get(y, ()))
         for x in at:
             if self._def_reaches(x, j, at):
@@ -1393,28 +1392,32 @@ class _Kernel:
         if not body:
             return False
         bi = self.block_of[i]
-        dom = self.dominators()
-        cond = {b: (st, tb, fb) for b, st, tb, fb in self.cond_branches}
-        for d in dom[bi]:
-            if d == bi or d not in body or d not in cond:
+        for d in self.dominators()[bi]:
+            if d == bi or d not in body or d not in self.cond_of:
                 continue
-            st, tb, fb = cond[d]
+            st, tb, fb = self.cond_of[d]
             end = self.starts[d + 1] - 1 if d + 1 < len(self.starts) else len(self.stmts) - 1
             v = self.first_value(st.guard, at=end) if st.guard else None
             if v is None:
                 continue
-            side = tb if _holds(v, st.negated) else fb
-            seen: set[int] = set()
-            todo = [side]
-            while todo:  # forward edges only, inside the loop
-                b = todo.pop()
-                if b in seen or b not in body:
-                    continue
-                seen.add(b)
-                todo += [x for x in self.succ[b] if x not in dom[b]]
-            if bi not in seen:
+            if bi not in self.forward_reach([tb if _holds(v, st.negated) else fb], body):
                 return True
         return False
+
+    def forward_reach(self, starts: list[int] | set[int], within: set[int] | None = None) -> set[int]:
+        """The blocks reached from `starts` (themselves included) along edges that are no
+        loop's back edge (an edge into a block that dominates its source), inside `within`
+        when given."""
+        dom = self.dominators()
+        seen: set[int] = set()
+        todo = list(starts)
+        while todo:
+            b = todo.pop()
+            if b in seen or (within is not None and b not in within):
+                continue
+            seen.add(b)
+            todo += [x for x in self.succ[b] if x not in dom[b]]
+        return seen
 
     def work_loop(self, i: int) -> set[int]:
         """The blocks of the innermost loop holding statement i that is not a wait's own
@@ -1664,6 +1667,7 @@ class _Kernel:
                 pass
             elif fall is not None:
                 self.succ[b].append(fall)
+        self.cond_of = {b: (st, tb, fb) for b, st, tb, fb in self.cond_branches}  # block -> its branch
 
     def _resolve(self, labels: dict, name: str, scope: int) -> int | None:
         while True:
@@ -1689,6 +1693,7 @@ class _Kernel:
         self.pop: list[frozenset | None] = [all_t] * nb
         self.role: list[frozenset | None] = [frozenset(range((self.n + 31) // 32)) if self.n else None] * nb
         self.uniform_branches = 0
+        sides: dict[int, tuple[frozenset, frozenset]] = {}  # block -> the threads its branch sends each way
         for b, st, tb, fb in self.cond_branches:
             f = self.value(st.guard)
             if f is None or all_t is None:
@@ -1700,6 +1705,7 @@ class _Kernel:
             # who may run each side: the threads where the predicate holds (or is uniform)
             yes = frozenset(t for t, v in taken.items() if v is not False)
             no = frozenset(t for t, v in taken.items() if v is not True)
+            sides[b] = (yes, no)
             rt, rf = self.reach(tb, {b}), self.reach(fb, {b})
             for region, keep, side in ((rt - rf, yes, not st.negated), (rf - rt, no, st.negated)):
                 warps = frozenset(t // 32 for t in keep)
@@ -1713,34 +1719,25 @@ class _Kernel:
                         self.role[x] = self.role[x] & warps
         for b, st, tbs in self.jump_tables:
             self._split_by_table(b, st, tbs, all_t)
-        self._widen_joins(all_t)
+        self._widen_joins(all_t, sides)
         if self.uniform_branches:
             self.notes.append(Item("roles", f"{self.uniform_branches} conditional branch(es) on values not derived "
                                    "from %tid.x (kernel arguments, loop counters, data) were taken as not splitting "
                                    "the block's threads", Basis.ASSUMPTION))
 
-    def _widen_joins(self, all_t: frozenset | None) -> None:
+    def _widen_joins(self, all_t: frozenset | None, sides: dict[int, tuple[frozenset, frozenset]]) -> None:
         """A block that a branch's one side reaches is given that side's threads above; when
         other threads reach it by another path that never meets that branch (CuTe's dispatch
         `@warp==6 bra L; @warp==5 bra M; @warp!=4 bra N; L:` puts warps 4 and 6 in one
         block), they were lost. A forward pass over the edges (each conditional edge carrying
         the threads its predicate lets through, a thread whose predicate is not derived going
         both ways; a jump table's targets their own populations) finds every thread that can
-        reach each block, and those missing are added back, with their warps."""
+        reach each block, and those missing are added back, with their warps. `sides`: the
+        threads each decided branch sends each way (`_populations`)."""
         if all_t is None or not self.starts:
             return
         nb = len(self.starts)
-        cond = {b: (st, tb, fb) for b, st, tb, fb in self.cond_branches}
         tables = {b: tbs for b, _, tbs in self.jump_tables}
-        sides: dict[int, tuple[frozenset, frozenset]] = {}
-        for b, (st, _, _) in cond.items():
-            f = self.value(st.guard)
-            if f is None:
-                sides[b] = (all_t, all_t)
-                continue
-            held = {t: _holds(f(t), st.negated) for t in all_t}
-            sides[b] = (frozenset(t for t, v in held.items() if v is not False),
-                        frozenset(t for t, v in held.items() if v is not True))
         reach: list[frozenset] = [frozenset()] * nb
         reach[0] = all_t
         todo = [0]
@@ -1748,9 +1745,9 @@ class _Kernel:
             b = todo.pop()
             here = reach[b]
             out: list[tuple[int, frozenset]] = []
-            if b in cond:
-                _, tb, fb = cond[b]
-                yes, no = sides[b]
+            if b in self.cond_of:
+                _, tb, fb = self.cond_of[b]
+                yes, no = sides.get(b, (all_t, all_t))
                 out = [(tb, here & yes), (fb, here & no)]
             elif b in tables:
                 out = [(t, here & (self.pop[t] if self.pop[t] is not None else all_t)) for t in tables[b] if t is not None]

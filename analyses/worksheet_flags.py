@@ -268,8 +268,8 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                                 f"through mbarriers ({r1} arrives on {o1}, which {r2} waits on; {r2} on {o2}, which "
                                 f"{r1} waits on): taken as taking turns, each phase released by one of them",
                                 Basis.ASSUMPTION))
-        got = _slot_arrivals(b, pops) if total != count else None
-        if got is not None and all(n == count for n in got.values()):
+        both = _slot_arrivals(b, pops) if total != count else None
+        if both is not None and all(n == count for n in both[0].values()):
             # every site's barriers are decided and each barrier gets `count`: the group's sum
             # added arrivals that land on different barriers (MMA warp c commits acc_ready[c])
             continue
@@ -301,10 +301,11 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     return out
 
 
-def _slot_arrivals(b: Barrier, pops: dict) -> dict[int, int] | None:
+def _slot_arrivals(b: Barrier, pops: dict) -> tuple[dict[int, int], dict[tuple, set[int]]] | None:
     """The arrivals each barrier of a group gets a phase, where every arriving site's
     barriers are decided (Arrive.slots) and each barrier is initialized once here: a role's
-    arrivals count on the barriers its sites reach. None otherwise."""
+    arrivals count on the barriers its sites reach. With them, the barriers each arrival
+    pattern (role, threads) reaches. None otherwise."""
     if len(b.slots) < 2 or len(b.inits) != len(b.slots):
         return None
     reach: dict[tuple, set[int]] = {}
@@ -320,7 +321,7 @@ def _slot_arrivals(b: Barrier, pops: dict) -> dict[int, int] | None:
             per[key[:2]] = per.get(key[:2], 0) + n
     if set(per) != set(reach):
         return None
-    return {o: sum(n for who, n in per.items() if o in reach[who]) for o in b.slots}
+    return {o: sum(n for who, n in per.items() if o in reach[who]) for o in b.slots}, reach
 
 
 def _pair_turns(barriers: tuple[Barrier, ...], b: Barrier, pops: dict) -> tuple[int, tuple] | None:
@@ -361,13 +362,10 @@ def _short_slot(b: Barrier, pops: dict, count: int) -> str | None:
     stage counter wraps one early: 4 of CuTe's 5 ab_empty barriers), so the others get
     fewer arrivals a phase. None when every site's barriers are decided and each barrier
     gets `count`, or when a site's are not decided."""
-    got = _slot_arrivals(b, pops)
-    if got is None:
+    both = _slot_arrivals(b, pops)
+    if both is None:
         return None
-    reach: dict[tuple, set[int]] = {}
-    for a in b.arrivers:
-        if a.arrivals:
-            reach.setdefault((a.site.role, a.site.threads), set()).update(a.slots)
+    got, reach = both
     bad = sorted(o for o, n in got.items() if n != count)
     if not bad:
         return None
@@ -1485,12 +1483,9 @@ def _flag_parity_never_flips(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[
             one = next(iter(v[1])) & 1 if v is not None and v[0] is None and v[1] is not None and len(v[1]) == 1 \
                 else None
             f = k.value(w.parity) if one is None and w.parity and w.parity.startswith("%") else None
-            dom = k.dominators()
-            latches = [x for x in body if any(y in body and y in dom[x] for y in k.succ[x])]
             if f is not None and v is not None and v[0] is None and v[1] and all(f(x) is not None for x in t) and \
                     k.defs.get(w.parity) and not any(k.block_of[k.index[id(d)]] in body for d in k.defs[w.parity]) \
-                    and latches and all(k.block_of[i] in dom[x] for x in latches):
-                # (a wait on every trip: one some trips skip may be a first-visit-only wait)
+                    and _every_trip(k, i, body):
                 # set once before the loop, per thread (CuTe's `selp 1, 0, warpgroup == 0` of a
                 # PipelineOrder state not carried round the loop): constant every trip, in each
                 # thread; -1 stands for "its own constant"
@@ -1518,6 +1513,24 @@ def _flag_parity_never_flips(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[
     return out
 
 
+def _by_symbol(barriers: tuple[Barrier, ...]) -> dict[str, list[Barrier]]:
+    """The barriers of each shared symbol (`global_smem+{0,8}` and `global_smem+16` are
+    both global_smem's), in the sheet's order."""
+    out: dict[str, list[Barrier]] = {}
+    for b in barriers:
+        out.setdefault(b.name.split("+", 1)[0].split(" ", 1)[0], []).append(b)
+    return out
+
+
+def _every_trip(k: _Kernel, i: int, body: set[int]) -> bool:
+    """Whether statement i runs on every trip of its loop `body`: its block dominates every
+    block that goes back to the loop's head (a wait some trips skip may be a first-visit-only
+    wait)."""
+    dom = k.dominators()
+    latches = [x for x in body if any(y in body and y in dom[x] for y in k.succ[x])]
+    return bool(latches) and all(k.block_of[i] in dom[x] for x in latches)
+
+
 def _flag_not_initialized(barriers: tuple[Barrier, ...]) -> list[Flag]:
     """Flag 13: an mbarrier address the PTX decides, that roles wait or arrive on, and that
     no mbarrier.init initializes, while every init of its symbol is decided (so none of
@@ -1525,10 +1538,7 @@ def _flag_not_initialized(barriers: tuple[Barrier, ...]) -> list[Flag]:
     usual cause is a stage index that runs one past the ring (a counter that wraps at
     STAGES + 1), landing on the word after the last barrier."""
     out: list[Flag] = []
-    by_sym: dict[str, list[Barrier]] = {}
-    for b in barriers:
-        by_sym.setdefault(b.name.split("+", 1)[0].split(" ", 1)[0], []).append(b)
-    for sym, bs in by_sym.items():
+    for sym, bs in _by_symbol(barriers).items():
         inited = sorted({o for b in bs if b.inits for o in b.slots})
         if not inited or sym.startswith("%") or any(not b.decided or "[" in b.name for b in bs) or any(
                 b.inits and (not b.slots or any(c is None for _, c in b.inits)) for b in bs):
@@ -1774,10 +1784,7 @@ def _flag_never_waited(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     if any(n.aspect == "calls" for n in k.notes):
         return []
     out: list[Flag] = []
-    by_sym: dict[str, list[Barrier]] = {}
-    for b in barriers:
-        by_sym.setdefault(b.name.split("+", 1)[0].split(" ", 1)[0], []).append(b)
-    for sym, bs in by_sym.items():
+    for sym, bs in _by_symbol(barriers).items():
         if sym.startswith("%") or any(not b.decided or "[" in b.name for b in bs):
             continue
         # role -> the barriers it waits on, and the barriers it arrives on

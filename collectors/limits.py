@@ -22,8 +22,8 @@ under a limit:
   third of the address space (`duckdb_config`), so that a store too big for it ends in
   DuckDB's own out-of-memory error, which the error boundary reports as such.
 
-Without a limit only DuckDB's spill to disk is bounded (MAX_SPILL). Standard library only: the console script reads it
-before anything heavy is imported.
+Without a limit only DuckDB's spill to disk is bounded (MAX_SPILL). Standard library
+only: the console script reads it before anything heavy is imported.
 """
 
 from __future__ import annotations
