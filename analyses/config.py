@@ -92,7 +92,8 @@ def load_config(path: Path | None, extra_expect: tuple[str, ...] = ()) -> Analys
         except RecursionError:  # tomllib recurses once per nesting level
             raise InputError(f"{path}: nested too deeply to be a wsperf config") from None
         except ValueError as e:  # an integer past Python's digit limit (4300 digits)
-            raise InputError(f"{path}: a value wsperf cannot read as a number ({str(e)[:80]})") from None
+            raise InputError(f"{path}: holds a number of more than 4300 digits, which no setting takes "
+                             f"({str(e).split(':')[0]})") from None
     unknown = set(doc) - {"expect", "thresholds", "compare"}
     if unknown:
         raise InputError(f"{path}: unknown config keys {', '.join(sorted(unknown))}; known: expect, thresholds, "

@@ -30,6 +30,7 @@ import duckdb
 
 from wsperf.analyses.sql import check_kernel_regex, sandbox
 from wsperf.collectors.bundle import ENVIRONMENT
+from wsperf.collectors.environment import recorded
 from wsperf.collectors.errors import InputError, StoreError
 from wsperf.collectors.files import check_output_dir, read_small, staged_into
 from wsperf.collectors.metrics import BY_NAME as _FIGURES
@@ -214,8 +215,7 @@ def _bundle_environment(bundles: Iterable[Path]) -> tuple[str | None, str | None
             continue  # an old or partial bundle: the run just knows less
         if not isinstance(env, dict):
             continue
-        gpus = [g for g in env.get("gpus") or [] if isinstance(g, dict)]
-        tools = [t for t in env.get("tools") or [] if isinstance(t, dict)]
+        gpus, tools = recorded(env, "gpus"), recorded(env, "tools")
         driver = driver or next((str(g["driver"]) for g in gpus if g.get("driver")), None)
         ncu = ncu or next((str(t["version"]) for t in tools if t.get("name") == "ncu" and t.get("version")), None)
     return driver, ncu

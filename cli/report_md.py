@@ -22,6 +22,7 @@ from wsperf.cli.gate import Gate
 from wsperf.cli.render import md, md_code
 from wsperf.collectors.bundle import read_bundle
 from wsperf.collectors.cudagdb import read_cudagdb
+from wsperf.collectors.environment import recorded
 from wsperf.collectors.errors import WsperfError
 from wsperf.collectors.files import read_small, write_output
 
@@ -82,9 +83,8 @@ def _environment(bundle: Path) -> list[str]:
     if not isinstance(env, dict):
         return ["- environment.json missing or unreadable"]
     gpus = [f"{g.get('name')} (driver {g.get('driver')}, compute capability {g.get('compute_capability')})"
-            for g in env.get("gpus", []) if isinstance(g, dict)]
-    tools = [f"{t.get('name')} {t.get('version') or '?'}" for t in env.get("tools", [])
-             if isinstance(t, dict) and t.get("path")]
+            for g in recorded(env, "gpus")]
+    tools = [f"{t.get('name')} {t.get('version') or '?'}" for t in recorded(env, "tools") if t.get("path")]
     pk = env.get("packages") if isinstance(env.get("packages"), dict) else {}
     return [f"- GPU: {md(', '.join(gpus) or 'none')}", f"- tools: {md(', '.join(tools) or 'none found')}",
             f"- Python {md(env.get('python'))}, wsperf {md(env.get('wsperf'))}; "

@@ -128,3 +128,11 @@ def probe() -> Environment:
         gpus=gpus,
         gpu_note=note,
     )
+
+
+def recorded(env: object, key: str) -> list[dict]:
+    """The records under `key` (gpus, tools) of a bundle's environment.json as read back:
+    the objects of its list, nothing else; a field of another kind (a damaged or foreign
+    file) reads as no records."""
+    items = env.get(key) if isinstance(env, dict) else None
+    return [x for x in items if isinstance(x, dict)] if isinstance(items, list) else []

@@ -117,7 +117,12 @@ def read_input(path: str | os.PathLike[str], *, kind: str, limit: int, magic: tu
     that grew past the cap while it was read is refused)."""
     with open_input(path, kind=kind, limit=limit, magic=magic, error=error) as f:
         try:
-            data = f.read(limit + 1)
+            # Not f.read(limit + 1): that reserves the whole cap up front (2 GiB for an
+            # executable), which alone exceeded an address-space limit wsperf otherwise fits
+            # under. Read what the file holds, and at most one byte past the cap.
+            data = f.read(os.fstat(f.fileno()).st_size + 1)
+            while len(data) <= limit and (more := f.read(min(1 << 20, limit + 1 - len(data)))):
+                data += more
         except OSError as e:
             raise error(f"{path}: cannot read it ({why(e)})") from None
     if len(data) > limit:

@@ -152,17 +152,35 @@ def _sqlite_file(p: Path, tmp: Path) -> Path:
 
 
 def _gunzip(p: Path, dest: Path) -> Path:
+    # Reading and writing fail apart: a temporary directory that fills up is said as such,
+    # never blamed on the input's gzip (which a user would then copy again, in vain).
+    full = ("cannot inflate it into the temporary directory ({}); free space there or point TMPDIR "
+            "elsewhere")
     try:
-        with gzip.open(p, "rb") as f, open(dest, "wb") as out:
-            total = 0
-            while chunk := f.read(1 << 20):
-                total += len(chunk)
-                if total > MAX_SQLITE_BYTES:
-                    raise NsysExportError(f"{p}: inflates past {MAX_SQLITE_BYTES >> 30} GiB; refused (a gzip bomb, "
-                                          "or an export too large to load whole)")
+        out = open(dest, "wb")
+    except OSError as e:
+        raise NsysExportError(f"{p}: {full.format(why(e))}") from None
+    with gzip.open(p, "rb") as f, out:
+        total = 0
+        while True:
+            try:
+                chunk = f.read(1 << 20)
+            except (OSError, EOFError, zlib.error) as e:
+                raise NsysExportError(f"{p}: is not a complete gzip file ({e}); copy it again") from None
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_SQLITE_BYTES:
+                raise NsysExportError(f"{p}: inflates past {MAX_SQLITE_BYTES >> 30} GiB; refused (a gzip bomb, "
+                                      "or an export too large to load whole)")
+            try:
                 out.write(chunk)
-    except (OSError, EOFError, zlib.error) as e:
-        raise NsysExportError(f"{p}: is not a complete gzip file ({e}); copy it again") from None
+            except OSError as e:
+                raise NsysExportError(f"{p}: {full.format(why(e))}") from None
+        try:
+            out.flush()  # a full disk fails here at the latest, not as the file closes
+        except OSError as e:
+            raise NsysExportError(f"{p}: {full.format(why(e))}") from None
     with open(dest, "rb") as f:
         if not f.read(16).startswith(SQLITE_MAGIC):
             raise NsysExportError(f"{p}: holds no SQLite file inside the gzip; give an `nsys export --type sqlite` file")

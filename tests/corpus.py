@@ -345,6 +345,70 @@ def mutations():
     return st.lists(edit, min_size=1, max_size=8).map(Mutation)
 
 
+def json_mutations():
+    """A hypothesis strategy, aware of JSON: a function that parses what it is given (a
+    JSON document, or a wsperf trace's JSON header line), sets 1-4 values at paths inside
+    it to values of the wrong kind or out of range (numbers of 2^64 and more, infinities,
+    NaN, lone surrogates, nested lists and objects), and writes it back. Bytes that are
+    not JSON are returned as they were."""
+    from hypothesis import strategies as st
+
+    leaf = st.one_of(st.none(), st.booleans(), st.integers(-(2 ** 70), 2 ** 70), st.sampled_from(
+        [2 ** 64 - 1, 2 ** 63, -1, 0, 10 ** 30]), st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=8), st.sampled_from(["\ud800", "", "x" * 300, "producer", "0"]))
+    value = st.recursive(leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+                         max_leaves=6)
+    where = st.floats(0, 1, allow_nan=False)
+    edit = st.tuples(where, where, value, st.booleans())
+    return st.lists(edit, min_size=1, max_size=4).map(JsonMutation)
+
+
+class JsonMutation:
+    """Values to set inside a JSON document; its repr lists them."""
+
+    def __init__(self, edits) -> None:
+        self.edits = edits
+
+    def __call__(self, data: bytes) -> bytes:
+        head, sep, rest = data.partition(b"\n") if data.startswith(b'{"format":"wsperf-trace"') else (data, b"", b"")
+        try:
+            doc = json.loads(head)
+        except (ValueError, RecursionError):
+            return data
+        for level, where, value, as_key in self.edits:
+            # a depth first, then a value at it: the few top-level fields are hit as often as
+            # the many deep ones
+            levels: dict[int, list] = {}
+            for d, slot in _slots(doc):
+                levels.setdefault(d, []).append(slot)
+            if not levels:
+                break
+            slots = levels[sorted(levels)[min(int(level * len(levels)), len(levels) - 1)]]
+            parent, key = slots[min(int(where * len(slots)), len(slots) - 1)]
+            if as_key and isinstance(parent, dict) and isinstance(value, str):
+                parent[value] = parent.pop(key)  # the value renamed: a key wsperf looks for goes missing
+            else:
+                parent[key] = value
+        return json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass") + sep + rest
+
+    def __repr__(self) -> str:
+        return f"JsonMutation({self.edits!r})"
+
+
+def _slots(doc):
+    """(depth, (container, key)) of the values inside `doc`: 5 levels, 200 per container,
+    2,000 in all."""
+    stack, n = [(doc, 0)], 0
+    while stack and n < 2000:
+        node, d = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in list(items)[:200]:
+            yield d, (node, k)
+            n += 1
+            if d < 4 and isinstance(v, (dict, list)):
+                stack.append((v, d + 1))
+
+
 class Mutation:
     """Edits to apply to bytes; its repr (what hypothesis prints for a finding) lists them."""
 
@@ -427,6 +491,42 @@ class Targets:
 
         return _outcome(lambda: load_report(self.store, self._write("f.ncu-rep", data), timeout_s=120))
 
+    def timeline(self, data: bytes) -> str:
+        """A trace as `wsperf timeline` takes it: loaded, summarized and exported."""
+        from wsperf.analyses.timeline import export_timeline, load_timelines, summarize_timeline
+
+        # the name decides the reader: the wsperf format's suffix only where the seed had it
+        name = "f.wsperf-trace" if data.startswith(b'{"format":"wsperf-trace"') else "f.json"
+
+        def run() -> None:
+            for t in load_timelines(self.store, [self._write(name, data)]):
+                summarize_timeline(self.store, t.timeline_id)
+                export_timeline(self.store, t.timeline_id, limit=10_000)
+        return _outcome(run)
+
+    def environment(self, data: bytes) -> str:
+        """A bundle's environment.json, read where wsperf reads it: a stored run's driver
+        and ncu version (`analyze BUNDLE --db`), and REPORT.md's environment lines."""
+        from wsperf.analyses.history import _bundle_environment
+        from wsperf.cli.report_md import _environment
+        from wsperf.collectors.bundle import ENVIRONMENT
+
+        b = self.tmp / "env-bundle"
+        b.mkdir(exist_ok=True)
+        (b / ENVIRONMENT).write_bytes(data)
+        return _outcome(lambda: (_bundle_environment([b]), _environment(b)))
+
+    def nsys(self, data: bytes) -> str:
+        """An Nsight Systems SQLite export, loaded and analyzed as `wsperf nsys` does."""
+        from wsperf.analyses.nsys import summarize_nsys, timeline
+        from wsperf.collectors.nsys import load_nsys_export
+
+        def run() -> None:
+            loaded = load_nsys_export(self.store, self._write("f.sqlite", data), timeout_s=60)
+            summarize_nsys(self.store, [loaded.export_id])
+            timeline(self.store, [loaded.export_id])
+        return _outcome(run)
+
 
 # Target name -> the real files its mutations start from.
 SEEDS = {
@@ -437,6 +537,11 @@ SEEDS = {
     "config": [],  # seeded with CONFIG_SEED below
     "manifest": [],  # seeded with the manifest of a real bundle (Targets.manifest)
     "ncu_report": [BASIC, WITH_SASS],
+    # the project's own traces: the wsperf format (a clean and a cut one) and Proton's Chrome JSON
+    "timeline": [ROOT / "fixtures" / "timeline" / n for n in ("ring1.wsperf-trace", "ring4_slots64.wsperf-trace",
+                                                               "proton_staged.chrome_trace")],
+    "environment": [],  # seeded with the environment.json of a real bundle (Targets.environment)
+    "nsys": [],  # seeded with public exports, inflated (`seeds`)
 }
 CONFIG_SEED = (b'expect = ["tma", "tensor-core"]\n\n[thresholds.producer-bound]\nmin_consumer_wait_share = 0.25\n\n'
                b"[compare.thresholds]\nalpha = 0.01\nduration_ns = 5.0\n")
@@ -449,6 +554,18 @@ def seeds(target: str, tmp: Path) -> list[bytes]:
         from wsperf.collectors.bundle import MANIFEST
 
         return [(a_bundle(tmp / "seed") / MANIFEST).read_bytes()]
+    if target == "environment":  # what collect wrote on the H200 (Triton and Gluon bundles)
+        return [(ROOT / "fixtures" / "evidence" / b / "environment.json").read_bytes()
+                for b in ("triton_plain_desc", "gluon_ws_rowsum")]
+    if target == "nsys":
+        import gzip
+
+        from support import PUBLIC
+
+        # the two smallest public exports: one with kernels (schema 3.24, cluster columns),
+        # one whose capture ran none
+        return [gzip.decompress((PUBLIC / "nsys" / n).read_bytes())
+                for n in ("vecadd_rtx3060_nsys2025.5.sqlite.gz", "cublas_test_rtx5060_nsys2025.1_no_kernels.sqlite.gz")]
     return [p.read_bytes() for p in SEEDS[target]]
 
 

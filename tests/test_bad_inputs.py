@@ -491,4 +491,4 @@ def test_a_5000_digit_number_in_the_config_is_one_error_line(tmp_path):
     cfg = tmp_path / "big.toml"
     cfg.write_text("[thresholds.producer-bound]\nmin_consumer_wait_share = " + "9" * 5000 + "\n")
     p = wsperf("analyze", ROOT / "fixtures" / "reports" / "gemm_ffma.ncu-rep", "--config", cfg)
-    assert_one_error_line(p, 2, "cannot read as a number")
+    assert_one_error_line(p, 2, "more than 4300 digits")

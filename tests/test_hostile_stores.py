@@ -6,6 +6,7 @@ written by `wsperf analyze --db` from a real report, then changed as an attacker
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -157,23 +158,30 @@ def test_a_command_that_fails_before_it_writes_leaves_the_store_byte_identical(c
 def test_side_files_that_would_hang_or_never_end_are_treated_as_absent(tmp_path, monkeypatch):
     """A bundle whose environment.json is a FIFO hung `analyze B --db s`; a disassembly
     cache entry that is a FIFO hung every analyze, one linked to /dev/zero read until the
-    out-of-memory killer. Both are now as if absent: the same verdicts, in seconds."""
+    out-of-memory killer. These, and an entry nested 100,000 deep with the right digest,
+    are now as if absent: the same verdicts, in seconds."""
     import os
 
     cache = tmp_path / "cache"
     env = {"WSPERF_CACHE_DIR": str(cache), "WSPERF_NO_PRESTART": "1"}
     first = wsperf("analyze", REPORT, "--format", "json", env=env)
     assert first.returncode == 0
-    entries = sorted(p for p in cache.rglob("*") if p.is_file())
-    assert entries
-    for k, p in enumerate(entries):
-        p.unlink()
-        if k % 2:
-            os.mkfifo(p)
-        else:
-            p.symlink_to("/dev/zero")
-    again = wsperf("analyze", REPORT, "--format", "json", env=env)  # would block or read forever before
-    assert again.returncode == 0 and json.loads(again.stdout) == json.loads(first.stdout)
+    for kind in ("FIFO", "/dev/zero", "nested"):
+        entries = sorted(p for p in cache.rglob("*") if p.is_file() and not p.is_symlink())
+        assert entries  # written again after each miss
+        for p in entries:
+            if kind == "nested":  # 100,000 deep under a head whose digest is right
+                head = json.loads(p.read_bytes().split(b"\n", 1)[0])
+                body = b"[" * 100_000 + b"]" * 100_000
+                p.write_bytes(json.dumps({**head, "digest": hashlib.sha256(body).hexdigest()}).encode() + b"\n" + body)
+                continue
+            p.unlink()
+            if kind == "FIFO":
+                os.mkfifo(p)
+            else:
+                p.symlink_to("/dev/zero")
+        again = wsperf("analyze", REPORT, "--format", "json", env=env)  # would block or read forever before
+        assert again.returncode == 0 and json.loads(again.stdout) == json.loads(first.stdout), kind
     bundle = tmp_path / "b"
     shutil.copytree(ROOT / "fixtures" / "evidence" / "triton_plain_desc", bundle)
     (bundle / "environment.json").unlink()

@@ -27,7 +27,7 @@ import pytest
 from typer.testing import CliRunner
 
 import corpus
-from support import ENV, wsperf_exe
+from support import ENV, PUBLIC, wsperf_exe
 from wsperf.analyses.analyze import analyze
 from wsperf.analyses.config import load_config
 from wsperf.analyses.sql import query_store, run_sql
@@ -262,6 +262,10 @@ def test_a_full_tmpdir_during_a_load_is_one_error(tmp_path):
     try:
         p = cli("analyze", corpus.WITH_SASS, env={"TMPDIR": str(mnt)})
         assert b"TMPDIR" in p.stderr
+        # an nsys export inflated into the full directory: not blamed on the gzip (it said
+        # "is not a complete gzip file (No space left on device); copy it again")
+        p = cli("nsys", PUBLIC / "nsys" / "cloverleaf_cuda_a100_nsys2024.5.sqlite.gz", env={"TMPDIR": str(mnt)})
+        assert b"TMPDIR" in p.stderr and b"No space left" in p.stderr and b"gzip" not in p.stderr, p.stderr
     finally:
         subprocess.run(["umount", str(mnt)])
 
@@ -469,6 +473,12 @@ def test_with_just_enough_address_space_the_verdicts_are_the_same():
         free = cli("analyze", report, "-f", "json", code=0).stdout
         lean = cli("analyze", report, "-f", "json", code=0, preexec_fn=_address_space(limits.min_address_space() >> 20))
         assert lean.stdout == free
+    # inspect and worksheet too: reading an input reserved its whole size cap up front
+    # (2 GiB for an executable), and inspect of any cubin failed at this floor
+    cubin = corpus.REPORTS.parent / "cubins" / "cutlass_sm100_streamk.sm_100a.cubin"
+    for args in (["inspect", cubin, "-f", "json"], ["worksheet", cubin.parent.parent / "ptx" / "bars_array.ptx"]):
+        free = cli(*args, code=0).stdout
+        assert cli(*args, code=0, preexec_fn=_address_space(limits.min_address_space() >> 20)).stdout == free
     for args in (["--help"], ["--version"]):
         assert cli(*args, code=0, preexec_fn=_address_space(150)).stdout
     # a command's help imports the command: the floor holds for it

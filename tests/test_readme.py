@@ -153,6 +153,12 @@ def outputs(tmp_path_factory):
                 scratch = scratches[ex.page]
                 mp.chdir(scratch)
                 common.out.width = ex.columns  # what COLUMNS gives a piped `wsperf` at start-up
+                # `worksheet` reads COLUMNS itself, and a pipe without it is not wrapped: as the
+                # page's command line says, whatever the test process inherited
+                if ex.columns != DEFAULT_COLUMNS:
+                    mp.setenv("COLUMNS", str(ex.columns))
+                else:
+                    mp.delenv("COLUMNS", raising=False)
                 r = runner.invoke(app, list(ex.argv))
                 assert r.exception is None or isinstance(r.exception, SystemExit), (ex.argv, r.output)
                 results[ex.page, ex.line] = (r.exit_code,
