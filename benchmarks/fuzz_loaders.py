@@ -1,4 +1,4 @@
-"""Fuzz every loader for longer than CI does: the targets and byte-level mutations of
+"""Fuzz every loader for longer than CI does: the targets and mutations of
 tests/test_fuzz.py (tests/corpus.py), with fresh randomness, in rounds until the time
 given to each target is spent. Prints the cases run per target, how they ended, and
 each finding (an exception that is not a WsperfError) with the falsifying input that
@@ -45,7 +45,7 @@ def fuzz(target: str, seconds: float, tmp: Path) -> tuple[int, dict[str, int], l
 
     @settings(max_examples=ROUND.get(target, 200), deadline=None, database=None, derandomize=False,
               report_multiple_bugs=True, suppress_health_check=list(HealthCheck), print_blob=True)
-    @given(seed=st.integers(0, len(seeds) - 1), mutate=corpus.mutations())
+    @given(seed=st.integers(0, len(seeds) - 1), mutate=corpus.mutations_for(target))
     def run(seed, mutate):
         outcome = load(mutate(seeds[seed]))
         outcomes[outcome] = outcomes.get(outcome, 0) + 1

@@ -389,14 +389,18 @@ class _Export:
     def _query(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         try:
             return self.db.execute(sql, params)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            # UnicodeDecodeError: a column name that is not UTF-8 (text_factory covers values only)
             raise self._damaged(e) from None
 
-    def _damaged(self, e: sqlite3.Error) -> NsysExportError:
+    def _damaged(self, e: sqlite3.Error | UnicodeDecodeError) -> NsysExportError:
         if "interrupted" in str(e):
             return NsysExportError(f"{self.shown}: reading took longer than {self.timeout_s:g} s; the export is too "
                                    "large or damaged")
-        return NsysExportError(f"{self.shown}: cannot be read as SQLite ({e}); the file is truncated or damaged: "
+        # SQLite quotes the damaged schema text, newlines and all: one line, at most 200 characters
+        said = " ".join(str(e).split())
+        said = said if len(said) <= 200 else said[:199] + "…"
+        return NsysExportError(f"{self.shown}: cannot be read as SQLite ({said}); the file is truncated or damaged: "
                                "export the report again")
 
     def _columns(self, table: str) -> list[str]:
@@ -476,7 +480,7 @@ class _Export:
     def _fetch(self, cur: sqlite3.Cursor) -> list[tuple]:
         try:
             return cur.fetchmany(_CHUNK)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, UnicodeDecodeError) as e:
             raise self._damaged(e) from None
 
     def _batches(self, table: str, spec: list[tuple[str, str, pa.DataType]], where: str | None = None

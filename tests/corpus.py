@@ -345,6 +345,19 @@ def mutations():
     return st.lists(edit, min_size=1, max_size=8).map(Mutation)
 
 
+# Targets whose input is JSON (a wsperf trace: its header line) also get json_mutations
+JSON_TARGETS = frozenset({"timeline", "environment", "manifest"})
+
+
+def mutations_for(target: str):
+    """The mutation strategy for a fuzz target: byte-level edits, and for JSON inputs also
+    values of the wrong kind set inside them (the trace fields that gave tracebacks:
+    list-valued args, timestamps of 1e400, CTAs of 1e30, counts of 2^64-1)."""
+    from hypothesis import strategies as st
+
+    return st.one_of(mutations(), json_mutations()) if target in JSON_TARGETS else mutations()
+
+
 def json_mutations():
     """A hypothesis strategy, aware of JSON: a function that parses what it is given (a
     JSON document, or a wsperf trace's JSON header line), sets 1-4 values at paths inside

@@ -18,7 +18,6 @@ from wsperf.collectors.store import open_store
 CASES = {"sanitizer_xml": 400, "cudagdb": 400, "ptx": 200, "config": 300, "manifest": 300, "ncu_report": 25,
          "timeline": 200, "environment": 200, "nsys": 40}
 LIMIT_S = 300  # per target (SIGALRM)
-JSON_TARGETS = {"timeline", "environment", "manifest"}
 
 @pytest.fixture(autouse=True)
 def limit():
@@ -32,14 +31,10 @@ def test_mutated_fixtures_give_an_error_or_a_result(target, tmp_path):
     seeds = corpus.seeds(target, tmp_path)
     load = getattr(targets, target)
     outcomes: dict[str, int] = {}
-    # JSON inputs also get values of the wrong kind set inside them (the trace fields that gave
-    # tracebacks: list-valued args, timestamps of 1e400, CTAs of 1e30, counts of 2^64-1)
-    mutations = st.one_of(corpus.mutations(), corpus.json_mutations()) if target in JSON_TARGETS \
-        else corpus.mutations()
 
     @settings(max_examples=CASES[target], deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(seed=st.integers(0, len(seeds) - 1), mutate=mutations)
+    @given(seed=st.integers(0, len(seeds) - 1), mutate=corpus.mutations_for(target))
     def run(seed, mutate):
         outcome = load(mutate(seeds[seed]))
         outcomes[outcome] = outcomes.get(outcome, 0) + 1

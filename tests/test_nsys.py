@@ -288,7 +288,7 @@ def _copy(plain: dict, export: Path, tmp_path: Path, sql: str | None = None, nam
     return p
 
 
-def _refused(path: Path, *needles: str) -> None:
+def _refused(path: Path, *needles: str) -> str:
     con = open_store(None)
     with pytest.raises(NsysExportError) as e:
         load_nsys_export(con, path)
@@ -296,6 +296,7 @@ def _refused(path: Path, *needles: str) -> None:
         assert n in str(e.value)
     con.execute(nsys_schema_sql())
     assert con.execute("SELECT count(*) FROM nsys_exports").fetchone()[0] == 0  # nothing half-written
+    return str(e.value)
 
 
 def test_an_export_without_kernel_activity_is_refused():
@@ -314,6 +315,17 @@ def test_a_truncated_export_is_refused(plain, tmp_path, frac):
     p = tmp_path / "cut.sqlite"
     p.write_bytes(data[: max(int(len(data) * frac), 1)])
     _refused(p, "truncated")
+
+
+def test_a_damaged_schema_is_refused_in_one_line(plain, tmp_path):
+    # Found by the fuzzer: SQLite quotes a damaged CREATE statement whole, newlines and all,
+    # and the error said it over 25 lines
+    data = plain[VECADD].read_bytes()
+    at = data.find(b"blockX ", data.find(b"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL"))
+    p = tmp_path / "schema.sqlite"
+    p.write_bytes(data[:at] + b"[[     " + data[at + 7:])
+    said = _refused(p, "cannot be read as SQLite", "malformed database schema")
+    assert "\n" not in said and len(said) < 400, said
 
 
 def test_bad_files_are_refused(plain, tmp_path):
