@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from wsperf.collectors.bundle import Bundle, BundleError, RunRecord, is_bundle, read_bundle, resolve
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import GiB, input_stat
+from wsperf.collectors.scope import checked_by
 
 if TYPE_CHECKING:
     from wsperf.analyses.handoffs import GeneratedSheet
@@ -130,8 +131,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
             if sc is not None:
                 kernel_filter = sc.judged or kernel_filter
                 scope = sc.describe() or scope
-            retried += [f"compute-sanitizer --tool {r.tool} {r.note}; it ran again without the filter, checking every "
-                        "kernel" for r in b.runs if r.phase == "sanitizer-attempt" and r.note]
+            retried += _retried(b)
             acc = b.manifest.get("accepted")
             if isinstance(acc, list):
                 accepted += [a for a in acc if isinstance(a, str)]
@@ -305,6 +305,18 @@ def _head_tail(b: Bundle, rel: str) -> bytes:
             return head + b"\n" + f.read(_TOOL_LOG_BYTES)
     except (OSError, BundleError):
         return b""
+
+
+def _retried(b: Bundle) -> list[str]:
+    """Per tool whose first run did not decide (`sanitizer-attempt` runs): why each attempt
+    did not, and what the run that decides checked, read from its own command line."""
+    said = []
+    for tool in dict.fromkeys(r.tool for r in b.runs if r.phase == "sanitizer-attempt" and r.note):
+        why = "; then ".join(r.note for r in b.runs if r.phase == "sanitizer-attempt" and r.tool == tool and r.note)
+        final = next((r for r in reversed(b.runs) if r.phase == "sanitizer" and r.tool == tool), None)
+        checked = f"; the run that decides checked {checked_by(final.argv)}" if final is not None else ""
+        said.append(f"compute-sanitizer --tool {tool} {why}{checked}")
+    return said
 
 
 def _hang(b: Bundle) -> RunRecord | None:

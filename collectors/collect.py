@@ -12,8 +12,9 @@ Phases, each recorded in the manifest with its argv, exit code, seconds and outp
    parsed into the bundle's DuckDB file. SCOPE (collectors/scope.py, recorded as the
    manifest's `scope`): --kernel's regex; for a repro that compiled its own kernels (Triton's
    cache), those kernels by name; else every kernel. A tool that fails inside itself under a
-   kernel filter is run once more without it (its first run recorded as phase
-   `sanitizer-attempt`). Any error ends collection here: a broken kernel gets the
+   kernel filter tries the scope's other forms in turn (`SanitizerScope.fallbacks`: the
+   libraries' kernels checked beside the user's, no filter, one launch), each failed run
+   recorded as phase `sanitizer-attempt`. Any error ends collection here: a broken kernel gets the
    correctness report, never a profile.
 4. profile (sanitizer clean): ncu with the sections the hypotheses read, one report, of
    the same kernels (one launch of each compiled kernel by default).
@@ -51,7 +52,7 @@ from wsperf.collectors.nsys_capture import (BUNDLE_EXPORT, BUNDLE_REPORT, NSYS_M
                                     PROFILE_FLAGS as NSYS_FLAGS, probe_nsys, profile_nsys)
 from wsperf.collectors.sanitizer import (TOOLS, Handoff, failed_under, is_error, load_sanitizer_xml, read_sanitizer_xml,
                                          target_failed, tool_failure)
-from wsperf.collectors.scope import SanitizerScope, ScopeMode, choose_scope, stops
+from wsperf.collectors.scope import SanitizerScope, ScopeMode, checked_by, choose_scope, stops
 from wsperf.collectors.store import open_store
 
 # What the hypotheses and the launch summary read (queries/*.sql), and no more: launch
@@ -443,20 +444,53 @@ def _sanitizer_run(st: _State, sanitizer: str, tool: str, scope_args: list[str],
     return argv, done, tool_failure(done.stdout[:1 << 20] + b"\n" + done.stderr[:1 << 20])
 
 
+def _keep_attempt(st: _State, tool: str, done: Completed, xml: Path, name: str, note: str) -> None:
+    """Keep a run that does not decide as a `sanitizer-attempt`: its XML as <tool>.<name>.xml,
+    its output as sanitizer/<tool>.<name>.*."""
+    kept = {}
+    if xml.is_file():
+        xml.replace(xml.with_name(f"{tool}.{name}.xml"))
+        kept = {"xml": f"sanitizer/{tool}.{name}.xml"}
+    st.record("sanitizer-attempt", tool, done, f"sanitizer/{tool}.{name}", outputs=kept, note=note)
+
+
 def _unfiltered(st: _State, sanitizer: str, tool: str, done: Completed, xml: Path, limit: float,
                 first: str) -> tuple[list[str], Completed, str | None]:
     """Keep a scoped run as a `sanitizer-attempt` (its XML as <tool>.scoped.xml), say why in
     a warning, and run the tool once more without the kernel filter: that run decides."""
-    kept = {}
-    if xml.is_file():
-        xml.replace(xml.with_name(f"{tool}.scoped.xml"))
-        kept = {"xml": f"sanitizer/{tool}.scoped.xml"}
-    st.record("sanitizer-attempt", tool, done, f"sanitizer/{tool}.scoped", outputs=kept, note=first)
+    _keep_attempt(st, tool, done, xml, "scoped", first)
     st.progress(f"sanitizer {tool}: {first}; once more without the filter")
     st.warnings.append(f"compute-sanitizer --tool {tool} {first}: it ran again without the filter, checking every "
                        "kernel, which decides (library kernels' findings are listed, not judged); the first run's "
                        f"output is in sanitizer/{tool}.scoped.stdout.txt")
     return _sanitizer_run(st, sanitizer, tool, [], xml, limit)
+
+
+def _fallback(st: _State, sanitizer: str, tool: str, done: Completed, xml: Path, limit: float, scope: SanitizerScope,
+              failure: str) -> tuple[list[str], Completed, str | None]:
+    """A tool failed inside itself under the kernel filter: try the scope's other forms in
+    turn (`SanitizerScope.fallbacks`), each failed run kept as a `sanitizer-attempt`. The
+    first that works decides, and a warning says what it checked; when none works, the
+    last one's failure is returned."""
+    why = f"failed inside the tool under the kernel filter ({failure})"
+    tried = [why]
+    argv: list[str] = []
+    kept: list[str] = []
+    for k, (label, args) in enumerate(scope.fallbacks(st.opts.launch_count)):
+        kept.append(f"sanitizer/{tool}.{'scoped' if k == 0 else f'attempt-{k}'}.*")
+        _keep_attempt(st, tool, done, xml, kept[-1][len(f"sanitizer/{tool}."):-2], why)
+        st.progress(f"sanitizer {tool}: {why}; once more {label}")
+        argv, done, failure = _sanitizer_run(st, sanitizer, tool, args, xml, limit)
+        if failure is None and not done.timed_out:
+            st.warnings.append(f"compute-sanitizer --tool {tool} {'; then '.join(tried)}: it ran again {label}, "
+                               f"checking {checked_by(args)}, which decides (library kernels' findings are listed, "
+                               f"not judged); the runs that failed are kept as {' and '.join(kept)}")
+            return argv, done, None
+        if failure is None:  # killed at the time limit: no form that checks more will finish
+            return argv, done, None
+        why = f"failed inside the tool {label} ({failure})"
+        tried.append(why)
+    return argv, done, "; then ".join(tried)
 
 
 def _filtered_reads(xml: Path) -> int:
@@ -500,24 +534,22 @@ def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
         if failure and "--kernel-name" in scoped and not retried:
             # Measured on the H200 (compute-sanitizer 2025.3.1): racecheck under a kernel filter
             # fails in a PyTorch program ("failed to handle a hardware exception"), and cuBLAS's
-            # unchecked nvjet kernel then faults; without the filter, or with nvjet in it, it
-            # works. The run without the filter checks every kernel; library findings are
-            # listed, not judged.
-            first = f"failed inside the tool under the kernel filter ({failure})"
-            argv, done, failure = _unfiltered(st, sanitizer, tool, done, xml, limit, first)
+            # unchecked nvjet kernel then faults; the scope's fallbacks say what was tried.
+            argv, done, failure = _fallback(st, sanitizer, tool, done, xml, limit, scope, failure)
             if failure:
-                note = f"failed inside the tool under the kernel filter and without it: {failure}"
-                st.problems.append(f"compute-sanitizer --tool {tool} {note} (a tool failure, not a finding); run "
-                                   f"it alone on one kernel by hand to see which evidence it can give: "
-                                   f"{shlex.join([*argv[:3], *scoped, '--', *st.argv])}; or collect with "
-                                   f"--tools {','.join(t for t in st.opts.tools if t != tool) or 'memcheck'} and "
+                note = failure
+                st.problems.append(f"compute-sanitizer --tool {tool} {note} (a tool failure, not a finding, under "
+                                   f"every form tried); run it by hand on one kernel to see which evidence it can "
+                                   f"give: {shlex.join([*argv[:3], *scoped, '--launch-count', '1', '--', *st.argv])}; "
+                                   f"or collect with --tools "
+                                   f"{','.join(t for t in st.opts.tools if t != tool) or 'memcheck'} and "
                                    "--allow-unverified")
                 failed = True
         elif failure:
             note = f"failed inside the tool: {failure}"
             st.problems.append(f"compute-sanitizer --tool {tool} {note} (a tool failure, not a finding)")
             failed = True
-        elif done.timed_out:
+        if not failure and done.timed_out:  # the first run's, or the fallback's that decides
             # No cuda-gdb capture here: on the H200 (driver 580.159.04) attaching cuda-gdb to a
             # repro running under compute-sanitizer fails ("The CUDA driver hit an internal
             # error while attaching to the application: CUresult=10"). A deadlock shows in the

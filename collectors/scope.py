@@ -20,7 +20,7 @@ library's (say so with `--kernel`).
 What the sanitizer checks in the first place (`SanitizerScope`): a Python repro's own
 kernels are the ones it compiled itself, which Triton's cache in the bundle names (its
 `.json` per kernel, Gluon's too), CuTe DSL's dump (the `.entry` names of its PTX; set
-up by collect, read on CPU, not yet run on a GPU: the GPU machine has no CuTe DSL), and
+up by collect; fixtures/evidence/cute_ring, run on the H200), and
 the torch extensions built during the run in the bundle's TORCH_EXTENSIONS_DIR (the
 mangled `Function :` names of each `.so`'s SASS), and TVM's CUDA modules (the
 `extern "C" __global__` functions of each module's source, kept by wsperf's
@@ -148,6 +148,35 @@ _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([^\s(]+)", re.M)
 # A kernel in TVM's generated CUDA: `extern "C" __global__ void __launch_bounds__(N) name(`
 _TVM_GLOBAL = re.compile(r'^extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(',
                          re.M)
+# Substrings of library kernels' names a fallback run checks beside the user's kernels
+# (`SanitizerScope.fallbacks`): cuBLAS's nvjet kernels (measured), cuBLAS's and cuDNN's
+# other families (the same naming as _LIBRARIES).
+LIBRARY_FILTERS = ("nvjet", "cublas", "cudnn", "xmma")
+
+
+def checked_by(argv: list[str]) -> str:
+    """What a compute-sanitizer command line checks, read from its own options: every
+    kernel, or the kernels its `--kernel-name` filters name, and at most how many launches."""
+    names, subs, regexes, exclude, count = [], [], [], [], None
+    for opt, val in zip(argv, argv[1:]):
+        if opt == "--kernel-name":
+            kind, _, what = val.partition("=")
+            (names if kind == "kne" else subs if kind == "kns" else regexes).append(what)
+        elif opt == "--kernel-name-exclude":
+            exclude.append(val.partition("=")[2])
+        elif opt == "--launch-count" and val.isdigit():
+            count = int(val)
+    parts = [f"named {', '.join(names)}"] * bool(names) + [f"whose names contain {', '.join(subs)}"] * bool(subs) \
+        + [f"matching the regular expression {' or '.join(regexes)}"] * bool(regexes)
+    said = ("the kernels " + " or ".join(parts)) if parts else "every kernel"
+    if exclude:
+        said += f" but those whose names contain {', '.join(exclude)}"
+    if count:
+        said += f", at most {count} launch{'es' if count != 1 else ''} of them" if parts else \
+            f", the first {count} launch{'es' if count != 1 else ''}"
+    return said
+
+
 # At most this many kernels are named one by one; a repro that compiled more is checked whole.
 MAX_SCOPED_KERNELS = 64
 
@@ -189,6 +218,32 @@ class SanitizerScope:
             argv = [a for k in self.kernels for a in ("--kernel-name", f"kne={k}")]
             return argv + (["--launch-count", str(launch_count)] if launch_count else [])
         return ["--launch-count", str(launch_count)] if launch_count else []
+
+    def fallbacks(self, launch_count: int | None) -> list[tuple[str, list[str]]]:
+        """What a tool that failed inside itself under this scope's kernel filter tries next,
+        in order: (how it is said, its compute-sanitizer options). Measured on the H200
+        (compute-sanitizer 2025.3.1, racecheck on fixtures/src/torch_gluon_mix.py, where the
+        filter `kne=gluon_ws_rowsum` fails with "failed to handle a hardware exception":
+        scripts/gpu-filter-probe.sh): the same kernel named by `kns=` or `regex=`, or with
+        `--launch-count 1`, fails the same way, and so does every kernel but cuBLAS's
+        `nvjet_*`; the user's kernel together with `kns=nvjet` works (9 s), and so does every
+        kernel (12 s). An unchecked library kernel that faults is what breaks the tool, so
+        first the user's kernels with the libraries' kernels beside them (checked, their
+        findings listed, not judged), then every kernel, then, least evidence last, one
+        launch of the user's kernels."""
+        if self.mode is ScopeMode.ALL:
+            return []
+        named = self.sanitizer_args(launch_count)
+        forms: list[tuple[str, list[str]]] = []
+        if self.mode is ScopeMode.USER and not launch_count:
+            # (with a launch count, library launches would use up the count: not this form)
+            forms.append(("with the libraries' kernels checked beside them",
+                          named + [a for sub in LIBRARY_FILTERS for a in ("--kernel-name", f"kns={sub}")]))
+        forms.append(("without the filter", []))  # every launch: a launch count would count others' launches
+        if self.mode is ScopeMode.USER and launch_count != 1:
+            forms.append(("on one launch of the filtered kernels",
+                          [a for k in self.kernels for a in ("--kernel-name", f"kne={k}")] + ["--launch-count", "1"]))
+        return forms
 
     def describe(self) -> str | None:
         """One sentence on what was checked and what was not; None for every kernel."""

@@ -160,8 +160,9 @@ def test_a_tool_that_fails_under_the_filter_runs_again_unscoped(name, mode):
     assert {"scope", "sanitizer-retry", "vendor-kernel"} <= {c["kind"] for c in doc["caveats"]}
     caveats = [c["text"] for c in doc["caveats"]]
     assert any(c.startswith("compute-sanitizer checked") for c in caveats)
-    assert any("failed inside the tool under the kernel filter" in c and "ran again without the filter" in c
-               for c in caveats)
+    # what the run that decides checked is read from its own command line
+    assert any("failed inside the tool under the kernel filter" in c and "the run that decides checked every kernel"
+               in c for c in caveats)
     # the unscoped run checked cuBLAS and cuDNN: their records are listed, not judged
     assert any("inside cuBLAS's kernel nvjet" in c for c in caveats)
     (prof,) = [r for r in m["runs"] if r["phase"] == "profile"]  # the profile is scoped too (its report not kept)
@@ -239,3 +240,28 @@ def test_a_torch_extension_built_in_the_bundle_scopes_to_its_kernels(tmp_path):
     assert "torch extensions" in scope.why
     # A TORCH_EXTENSIONS_DIR the user set is read where it is.
     assert torch_extensions_dir(tmp_path, {"TORCH_EXTENSIONS_DIR": "/opt/ext"}) == Path("/opt/ext")
+
+
+def test_the_fallbacks_are_the_measured_order_and_say_what_they_check():
+    # scripts/gpu-filter-probe.sh on the H200: kne=/kns=/regex= of the Gluon kernel, or one
+    # launch, all failed inside racecheck; the kernel with kns=nvjet beside it, and every
+    # kernel, worked. The user's kernels with the libraries' come first.
+    from wsperf.collectors.scope import LIBRARY_FILTERS, checked_by
+
+    user = SanitizerScope(ScopeMode.USER, ("gluon_ws_rowsum", "other_kernel"))
+    forms = user.fallbacks(None)
+    assert [label for label, _ in forms] == ["with the libraries' kernels checked beside them", "without the filter",
+                                             "on one launch of the filtered kernels"]
+    libs, every, one = (args for _, args in forms)
+    assert libs[:4] == user.sanitizer_args(None) and "kns=nvjet" in libs and every == []
+    assert checked_by(libs) == ("the kernels named gluon_ws_rowsum, other_kernel or whose names contain "
+                                + ", ".join(LIBRARY_FILTERS))
+    assert checked_by(every) == "every kernel"
+    assert checked_by(one) == "the kernels named gluon_ws_rowsum, other_kernel, at most 1 launch of them"
+    # with a launch count, library launches would use up the count: no library form
+    assert [label for label, _ in user.fallbacks(3)] == ["without the filter", "on one launch of the filtered kernels"]
+    # --kernel (one launch by default): only every kernel remains to try; every kernel: nothing
+    assert [args for _, args in SanitizerScope(ScopeMode.KERNEL, pattern="gemm").fallbacks(1)] == [[]]
+    assert SanitizerScope(ScopeMode.ALL).fallbacks(None) == []
+    assert checked_by(["--kernel-name", "regex=gemm", "--launch-count", "1"]) == \
+        "the kernels matching the regular expression gemm, at most 1 launch of them"
