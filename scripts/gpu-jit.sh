@@ -2,7 +2,9 @@
 # The JIT rows of scripts/gpu-evidence.sh (a TVM TIRx kernel, CuTe DSL rings) on a GPU
 # machine whose image has neither package. Their wheels, unpacked and packed again as
 # .tar.xz for the machine's Python (apache-tvm-tirx 0.1.0a4 with apache-tvm-ffi and its
-# ORC JIT: 45 MB; nvidia-cutlass-dsl 4.8.1: 66 MB), are more than one call of a size-capped
+# ORC JIT: 45 MB; nvidia-cutlass-dsl 4.8.1 for CPython 3.12 with -libs-base, -libs-cu12,
+# -libs-core, cuda-bindings, cuda-pathfinder and protobuf, their C++ sources and the IKET
+# profiler removed: 68 MB, three parts of 22.6 MB), are more than one call of a size-capped
 # transfer carries, so they may travel over several calls to the same machine, in parts:
 #   .whl/NAME.tar.xz                 unpacked into /tmp/wsperf-site at once
 #   .whl/NAME.tar.xz.part-KofN       kept in /tmp/wsperf-jit; unpacked once all N are there

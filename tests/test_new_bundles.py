@@ -135,3 +135,46 @@ def test_a_tvm_module_is_the_repros_own_kernel():
     assert rc["errors"] == 32
     assert any("tvm_block_sum_kernel" in h.get("kernels", []) or "tvm_block_sum_kernel" in str(h)
                for h in race["handoffs"])
+
+
+def test_a_cute_dsl_module_is_the_repros_own_kernel():
+    """fixtures/src/cute/cute_ws_ring_run.py on the H200: CuTe DSL compiled its ring kernel
+    at run time; its dump (PTX and cubin, kept in generated/cute) named the scope. Clean
+    with all four tools, checking that kernel only."""
+    m = json.loads((EVIDENCE / "cute_ring" / "bundle.json").read_text())
+    assert m["scope"]["mode"] == "user-kernels" and "CuTe DSL's dump" in m["scope"]["why"]
+    (kernel,) = m["scope"]["kernels"]
+    assert kernel.startswith("kernel_cutlass_ring_kernel")
+    (kept,) = [r["outputs"] for r in m["runs"] if r["phase"] == "generated" and r["tool"] == "cute-dsl"]
+    cubin = EVIDENCE / "cute_ring" / next(v for k, v in kept.items() if k.startswith("cubin:"))
+    assert cubin.read_bytes()[:4] == b"\x7fELF"
+    tools = {r["tool"]: r for r in m["runs"] if r["phase"] == "sanitizer"}
+    assert sorted(tools) == ["initcheck", "memcheck", "racecheck", "synccheck"]
+    assert all(f"kne={kernel}" in r["argv"] for r in tools.values())
+    doc = _analyze("cute_ring", 0)
+    assert any("named by CuTe DSL's dump" in c["text"] and c["kind"] == "scope" for c in doc["caveats"])
+
+
+def test_cute_dsl_count_and_phase_deadlocks_have_evidence_as_their_first_cause():
+    """The same ring with its planted bugs (fixtures/src/cute/README.md): `empty[]`
+    initialized for 128 arrivals and given 4 a phase; the producer's first wait on parity
+    `phase` instead of `phase ^ 1`. The waits are mapped with the dump's cubin, not the
+    interpreter's, and each first cause is the barrier read live, as evidence."""
+    count = _analyze("cute_ring_count", 4)
+    first = count["causes"][0]
+    assert first["basis"] == "evidence" and first["text"].startswith("live state of __dynamic_shmem__0")
+    # empty[] (the second ring of barriers) short of its count: 4 of 128 in every stage
+    assert any(c["basis"] == "evidence" and "4 of 128 arrival(s) in, 124 pending" in c["text"]
+               for c in count["causes"])
+    assert any(c["basis"] == "evidence" and "mbarrier.init count 128" in c["text"] and "init with 4" in c["text"]
+               for c in count["causes"])
+    phase = _analyze("cute_ring_phase", 4)
+    assert phase["causes"][0]["basis"] == "evidence"
+    producer = [c for c in phase["causes"] if "(producer) spin on" in c["text"]]
+    assert producer and producer[0]["basis"] == "evidence"
+    assert "this is the producer's first wait" in producer[0]["text"] and "0 of 4 arrival(s) in" in producer[0]["text"]
+    for doc in (count, phase):
+        roles = {g["role"] for g in doc["groups"]}
+        assert roles == {"producer", "consumer", "epilogue"}, roles
+        assert all(g["source"].endswith(("cute_ws_ring.py:104", "cute_ws_ring.py:175", "cute_ws_ring.py:186"))
+                   for g in doc["groups"])
