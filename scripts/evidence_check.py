@@ -31,7 +31,7 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
     scope = manifest.get("scope") or {}
     attempts = [r["tool"] for r in runs if r["phase"] == "sanitizer-attempt"]
     seen: list[str] = [f"sanitizer {san}", f"scope {scope.get('mode')} {scope.get('kernels') or scope.get('pattern')}"
-                       + (f" (retried unscoped: {attempts})" if attempts else ""), f"generated {len(gen)}"]
+                       + (f" (retried: {attempts})" if attempts else ""), f"generated {len(gen)}"]
     if not (bundle / "REPORT.md").is_file():
         fails.append("no REPORT.md")
     if name in ("deadlock_nolines", "gluon_count2_nolines", "gluon_phase_nolines"):
