@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Iterable
 from wsperf.collectors.bundle import Bundle, BundleError, RunRecord, is_bundle, read_bundle, resolve
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import GiB, input_stat
-from wsperf.collectors.scope import checked_by
 
 if TYPE_CHECKING:
     from wsperf.analyses.handoffs import GeneratedSheet
@@ -310,6 +309,8 @@ def _head_tail(b: Bundle, rel: str) -> bytes:
 def _retried(b: Bundle) -> list[str]:
     """Per tool whose first run did not decide (`sanitizer-attempt` runs): why each attempt
     did not, and what the run that decides checked, read from its own command line."""
+    from wsperf.collectors.scope import checked_by  # here: scope imports pyarrow, which analyze need not load
+
     said = []
     for tool in dict.fromkeys(r.tool for r in b.runs if r.phase == "sanitizer-attempt" and r.note):
         why = "; then ".join(r.note for r in b.runs if r.phase == "sanitizer-attempt" and r.tool == tool and r.note)
