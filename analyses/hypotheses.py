@@ -27,6 +27,7 @@ from typing import Any, Iterable, Iterator
 import duckdb
 import yaml
 
+from wsperf.analyses.ffma import matrix_ffma
 from wsperf.collectors.errors import InputError, QueryError
 from wsperf.collectors.store import run_spread
 from wsperf.queries import query_names, read_query
@@ -41,6 +42,7 @@ REQUIRED_KEYS = ("id", "question", "evidence", "threshold", "remedy")
 
 # The temporary table the queries read the requested launch ids from.
 IDS_TABLE = "_wsperf_ids"
+FFMA_TABLE = "_wsperf_ffma"  # (launch_id, ffma_executed, matrix_ffma_executed): analyses/ffma.py
 WORKERS = 2  # connections that run the hypotheses at once (evaluate)
 
 # What a user can ask to be present (`--expect`): each maps to the families that meet it.
@@ -235,9 +237,17 @@ def evaluate(
         else:
             found[h.id] = [(lid, Finding(h.id, Status.no_data, h.missing, {}, h.remedy)) for lid in kernels]
 
+    # The matrix-product shape of FFMA work, read from the SASS once for all connections
+    # (analyses/ffma.py); missing-specialized-instructions joins it as FFMA_TABLE.
+    ffma = matrix_ffma(con, kernels) if kernels and "sass" in present else []
+
     def run(c: duckdb.DuckDBPyConnection, batch: list[Hypothesis]) -> None:
         c.execute(f"CREATE OR REPLACE TEMP TABLE {IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
                   {"ids": kernels})
+        cols = list(zip(*ffma)) or [(), (), ()]
+        c.execute(f"CREATE OR REPLACE TEMP TABLE {FFMA_TABLE} AS SELECT unnest($l::BIGINT[]) AS launch_id, "
+                  "unnest($f::BIGINT[]) AS ffma_executed, unnest($m::BIGINT[]) AS matrix_ffma_executed",
+                  {"l": list(cols[0]), "f": list(cols[1]), "m": list(cols[2])})
         for h in batch:
             values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
             found[h.id] = _findings(c, h, {k: v for k, v in values.items() if k in h.params}, present)

@@ -8,20 +8,32 @@ evidence:
   - mbarrier phase waits executed (SYNCS.PHASECHK): a pipeline built for asynchronous copies
   - --expect from the user: tma, tensor-core (the arch's best MMA), wgmma, tcgen05, setmaxnreg, warp-specialized
   - opcodes (executed): FFMA share of all instructions, shared-memory reads (LDS/LDSM) per output store
-    (STG/UTMASTG/RED): the shape of a matrix product on FP32 FMA, an inference (basis assumption)
+      (STG/UTMASTG/RED)
+  - SASS dataflow (analyses/ffma.py, _wsperf_ffma): the share of executed FFMA that multiplies two loaded
+      values, one of them reused across accumulators; with the FFMA share, the shape of a matrix product
+      on FP32 FMA, an inference (basis assumption). Without SASS, shared-memory reads per store stand in.
 threshold:
   expect: []   # filled from --expect / the config file; listed here so the catalogue names it
   # Without --expect, FP32 FMA reads as matrix work when FFMA is at least this share of the
   # executed instructions...
   min_ffma_share: 0.25
-  # ...and each output store is fed by at least this many shared-memory reads: a tile
-  # reused along K. A streaming kernel reads each staged element once or twice per store.
+  # ...and at least this share of the FFMA executed multiplies two loaded values, one of
+  # them reused across accumulators (a[i] * b[j] into acc[i][j]): gemm_ffma and ffma_outer
+  # 1.0; a row sum of squares (ffma_rowsq, CuTe's ring) or a streaming chain 0.
+  min_matrix_ffma_share: 0.5
+  # Without the kernel's SASS: each output store fed by at least this many shared-memory
+  # reads stands in (a tile reused along K; a streaming kernel reads each staged element
+  # once or twice per store, but a reduction reads many: only the SASS tells them apart).
   min_smem_reads_per_store: 16
 measured: |
   confirmed by the kernel itself: gemm_wgmma_cpasync (mbarrier pipeline fed by cp.async on sm_90, no TMA),
   ws_stream_producer (mbarrier pipeline fed by LDG+STS, no TMA).
   confirmed by --expect tensor-core: gemm_ffma (FFMA only). confirmed without --expect (matrix-product
-  shape, an assumption): gemm_ffma, FFMA 76% of instructions, 256 LDS per STG. Streaming FMA chains stay
+  shape, an assumption): gemm_ffma, FFMA 76% of instructions, all of it two loaded values reused across
+  accumulators; ffma_outer (an outer-product GEMM reading global memory: no LDS at all, which the
+  shared-memory rule missed), FFMA 46%, all of it matrix work. A reduction stays rejected: ffma_rowsq (sum
+  of squares of rows staged by bulk copies: 128 LDS per STG, FFMA 24%; with min_ffma_share 0.2 the
+  instruction mix alone confirmed it) has no FFMA of two loaded values reused. Streaming FMA chains stay
   rejected: ws_stream_consumer (FFMA ~100%, 1 LDS per STG), ws_stream_producer and ws_stream_healthy
   (1 LDS per STG), multi_launch (FFMA <= 33%, no LDS in the FFMA kernels). rejected: gemm_wgmma_tma, triton_matmul,
   torch_mm (wgmma + TMA on sm_90), ws_stream_healthy (bulk copies), multi_launch kernels (no MMA, no mbarrier).
@@ -79,6 +91,10 @@ waits AS (
     WHERE opcode_full LIKE 'SYNCS.PHASECHK%' AND launch_id IN (SELECT launch_id FROM _wsperf_ids)
     GROUP BY launch_id
 ),
+shape AS (
+    SELECT launch_id, round(matrix_ffma_executed / nullif(ffma_executed, 0), 3) AS matrix_ffma_share
+    FROM _wsperf_ffma
+),
 mix AS (
     -- Executed instructions by opcode (InstructionStats): how much of the work is FP32
     -- FMA, and how often shared memory is read per result written out.
@@ -119,10 +135,15 @@ v AS (
         coalesce(wt.mbarrier_waits, 0) AS mbarrier_waits,
         round(m.ffma / nullif(m.instructions, 0), 3) AS ffma_share,
         round(m.smem_reads / nullif(m.out_stores, 0), 1) AS smem_reads_per_store,
-        -- The matrix-product shape on FP32 FMA: inferred from the instruction mix, so an
-        -- assumption (a GEMV or a dot product has it too); --expect tensor-core asserts it.
+        sh.matrix_ffma_share,
+        -- The matrix-product shape on FP32 FMA: FFMA a large share, and that FFMA multiplying
+        -- loaded values reused across accumulators (read from the SASS; without it, many
+        -- shared-memory reads per store stand in). An inference, so an assumption (a GEMV
+        -- with several rows per thread has it too); --expect tensor-core asserts it.
         st.launch_id IS NULL AND f.uses_ffma AND coalesce(m.ffma / nullif(m.instructions, 0), 0) >= $min_ffma_share
-            AND coalesce(m.smem_reads / nullif(m.out_stores, 0), 0) >= $min_smem_reads_per_store AS ffma_matrix_shape,
+            AND CASE WHEN sh.matrix_ffma_share IS NOT NULL THEN sh.matrix_ffma_share >= $min_matrix_ffma_share
+                     ELSE coalesce(m.smem_reads / nullif(m.out_stores, 0), 0) >= $min_smem_reads_per_store END
+            AS ffma_matrix_shape,
         -- Static SASS: separate producer and consumer code paths exist.
         CASE WHEN st.launch_id IS NOT NULL THEN coalesce(st.has_both_roles, false) ELSE w.warp_specialized END
             AS warp_specialized
@@ -131,6 +152,7 @@ v AS (
     LEFT JOIN fam AS f USING (launch_id)
     LEFT JOIN waits AS wt USING (launch_id)
     LEFT JOIN mix AS m USING (launch_id)
+    LEFT JOIN shape AS sh USING (launch_id)
     LEFT JOIN data AS d USING (launch_id)
     LEFT JOIN static AS st USING (launch_id)
     LEFT JOIN warp_specialization AS w USING (launch_id)
@@ -145,9 +167,13 @@ g AS (
             CASE WHEN ffma_matrix_shape AND tensor_path = 'none'
                       AND NOT list_has_any($expect, ['tensor-core', 'wgmma', 'tcgen05'])
                  THEN printf('matrix work on FP32 FFMA where %s offers %s (assumption: FFMA is %.0f%% of instructions, '
-                             '%.0f shared-memory reads per output store: the shape of a matrix product; '
-                             '--expect tensor-core asserts it)', arch, best_tensor, 100 * ffma_share,
-                             smem_reads_per_store) END,
+                             '%s: the shape of a matrix product; --expect tensor-core asserts it)', arch, best_tensor,
+                             100 * ffma_share,
+                             CASE WHEN matrix_ffma_share IS NOT NULL
+                                  THEN printf('%.0f%% of it multiplies two loaded values reused across accumulators',
+                                              100 * matrix_ffma_share)
+                                  ELSE printf('%.0f shared-memory reads per output store', smem_reads_per_store) END)
+                 END,
             CASE WHEN list_contains($expect, 'tensor-core') AND tensor_path <> best_tensor
                  THEN printf('expected tensor cores (%s on %s), found %s', best_tensor, arch, tensor_path) END,
             CASE WHEN list_contains($expect, 'wgmma') AND tensor_path <> 'wgmma'
@@ -191,6 +217,7 @@ SELECT
     uses_setmaxnreg,
     ffma_share,
     smem_reads_per_store,
+    matrix_ffma_share,
     -- 'assumption' when the verdict rests on the inferred matrix-product shape
     CASE WHEN ffma_matrix_shape AND tensor_path = 'none' AND NOT list_has_any($expect, ['tensor-core', 'wgmma', 'tcgen05'])
          THEN 'assumption' WHEN has_data THEN 'evidence' END AS basis,

@@ -18,7 +18,7 @@ from wsperf.collectors.store import in_transaction, open_store, transaction
 from wsperf.collectors.timeline import load_timeline
 from wsperf.queries import query_names, read_query
 
-from support import REPORTS, kernels
+from support import REPORTS, ROOT, kernels
 from support import wsperf as run_cli
 
 CASES = Path(__file__).parent / "cases"
@@ -286,3 +286,48 @@ def test_a_deeper_ring_is_not_called_serialized_where_depth_no_longer_helps(anal
     (s2, w2), (s4, w4), (s6, w6) = found.values()
     assert w2 > 0.4 > w4 > w6 > 0.10, found
     assert (s2, s4, s6) == ("confirmed", "rejected", "rejected"), found
+
+
+def _msi(con, report: str, **thresholds):
+    (lid,) = [r[0] for r in con.execute(
+        "SELECT launch_id FROM launches JOIN reports USING (report_id) WHERE path LIKE ?", [f"%/{report}"]).fetchall()]
+    (f,) = [f for f in evaluate(con, [lid], thresholds={"missing-specialized-instructions": thresholds})[lid].findings
+            if f.id == "missing-specialized-instructions"]
+    return f
+
+
+def test_matrix_work_on_ffma_is_read_from_what_the_ffma_multiply(analyzed):
+    """fixtures/src/ffma_shapes.cu on the H200. An outer-product GEMM reading A and B
+    straight from global memory has no shared-memory reads at all (the instruction-mix rule
+    rejected it); every FFMA there multiplies two loaded values, each reused across four
+    accumulators: confirmed, as an assumption. A sum of squares of rows staged by bulk
+    copies reads shared memory 128 times per store, and with min_ffma_share 0.2 (its FFMA
+    is 24%) the instruction mix alone confirmed it as matrix work; no FFMA of it multiplies
+    values reused across accumulators: rejected. gemm_ffma (register-tiled from shared
+    memory) stays confirmed."""
+    outer = _msi(analyzed, "ffma_outer.ncu-rep")
+    assert outer.status is Status.confirmed and outer.evidence["basis"] == "assumption"
+    assert outer.evidence["smem_reads_per_store"] == 0 and outer.evidence["matrix_ffma_share"] == 1.0
+    assert "100% of it multiplies two loaded values reused across accumulators" in outer.summary
+    rowsq = _msi(analyzed, "ffma_rowsq.ncu-rep", min_ffma_share=0.2)
+    assert rowsq.evidence["ffma_share"] >= 0.2 and rowsq.evidence["smem_reads_per_store"] >= 16  # the old rule's shape
+    assert rowsq.status is Status.rejected and rowsq.evidence["matrix_ffma_share"] == 0.0, rowsq.summary
+    gemm = _msi(analyzed, "gemm_ffma.ncu-rep")
+    assert gemm.status is Status.confirmed and gemm.evidence["matrix_ffma_share"] == 1.0
+
+
+def test_the_ffma_shape_of_generated_code():
+    """The CuTe DSL ring the H200 ran (fixtures/evidence/cute_ring): its row sums are
+    `x * (x * 0 + 1) + acc`, FFMA with RZ or a value computed from the load; none of it is
+    matrix work. The same walk over gemm_ffma's listing finds every FFMA matrix work."""
+    from wsperf.analyses.ffma import ffma_shape
+    from wsperf.collectors import cubin
+    from wsperf.collectors.disasm import find_binary
+
+    (module,) = cubin.find_cubins(next((ROOT / "fixtures" / "evidence" / "cute_ring" / "generated" / "cute")
+                                       .glob("*.cubin")).read_bytes())
+    listing = cubin.Disassembly(module, module.code, find_binary("nvdisasm")).listing()
+    (insns,) = [v for k, v in listing.items() if "ring_kernel" in k]
+    rows = [(text.split()[1 if text.startswith("@") else 0].split(".")[0], text, 1) for _, text in sorted(insns.items())]
+    total, matrix = ffma_shape(rows)
+    assert total == 64 and matrix == 0
