@@ -35,13 +35,20 @@ def main(name: str, bundle: Path, analyze_json: Path, seconds: float | None = No
     if not (bundle / "REPORT.md").is_file():
         fails.append("no REPORT.md")
     if name in ("deadlock_nolines", "gluon_count2_nolines", "gluon_phase_nolines"):
-        # no .loc in the PTX: the cause still named, with how the wait was joined to it
+        # no .loc in the PTX: the cause still named, with how the wait was joined to it; since
+        # the barriers are read live during the hang, that read (evidence) comes first
         causes = (doc or {}).get("causes", [])
         first = causes[0] if causes else {}
         want = {"deadlock_nolines": "init with 32", "gluon_count2_nolines": "count 2"}.get(name, "parity")
-        seen.append(f"first cause [{first.get('basis')}]: {str(first.get('text'))[:200]}")
-        if want not in str(first.get("text")) or "joined" not in str(first.get("text")):
+        named = [c for c in causes if want in str(c.get("text")) and "joined" in str(c.get("text"))]
+        seen.append(f"first cause [{first.get('basis')}]: {str(first.get('text'))[:200]}; named "
+                    f"[{named[0].get('basis') if named else None}]")
+        if (bundle / "hang" / "mbarriers.txt").is_file() and first.get("basis") != "evidence":
+            fails.append("the barriers were read live and the first cause is not evidence")
+        if not (bundle / "hang" / "mbarriers.txt").is_file() and first not in named:
             fails.append(f"the first cause does not name {want!r} with its join")
+        if not named:
+            fails.append(f"no cause names {want!r} with its join")
     elif name in ("gluon_count2", "gluon_phase"):
         causes = (doc or {}).get("causes", [])
         first = causes[0] if causes else {}
