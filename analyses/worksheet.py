@@ -451,6 +451,13 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
                                     f"{peer[1]}: which CTAs' barriers get its arrivals is not derived from the PTX: "
                                     "counts not checked there", Basis.ASSUMPTION))
         v = early.get(i) or k.vals_at(op, i)
+        if (v is None or v[1] is None) and kind != "init" and (ts := k.threads(i)) and \
+                (tv := k.thread_vals(op, ts)) is not None and tv[0] is not None and tv[1] and \
+                set(tv[1]) <= set(inits.get(tv[0], ())):
+            # an index that differs by thread, the same every trip (CuTe's ping-pong: each
+            # warpgroup waits order[gid]): the barriers its threads address, evaluated per
+            # thread, where each is an initialized barrier
+            v = tv
         ring = _ring(k, op, inits, bases) if v is None or v[0] is None or v[1] is None else None
         # a symbol known but its slot not: the ring only when it is part of the symbol's barriers
         if ring is not None and (v is None or v[0] is None or ring[1] != frozenset(inits.get(ring[0], ()))):
@@ -842,11 +849,14 @@ def _turns(k: _Kernel, i: int) -> int:
             if parts[0] not in ("bar", "barrier") or len(parts) < 2 or parts[1] not in ("arrive", "sync") \
                     or not st.operands:
                 continue
-            f = k.value(st.operands[0])
-            ident, tj = (f(0) if f else None), k.threads(j)
-            if not ident or not tj:
+            f, tj = k.value(st.operands[0]), k.threads(j)
+            if f is None or not tj:
                 continue
-            sides.setdefault(ident, (set(), set()))[parts[1] == "sync"].update(t // 32 for t in tj)
+            # the id read per thread: CuTe's ping-pong warpgroups sync on one id each and arrive
+            # on the other's (`bar.sync %r20, 256` with %r20 by warpgroup)
+            for t in tj:
+                if (ident := f(t)):
+                    sides.setdefault(ident, (set(), set()))[parts[1] == "sync"].add(t // 32)
         k._named_sides = sides  # type: ignore[attr-defined]
     for ident, (arrive, sync) in k._named_sides.items():  # type: ignore[attr-defined]
         if arrive and sync and not arrive & sync and warps <= arrive | sync and warps & arrive and warps & sync:

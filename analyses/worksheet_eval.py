@@ -364,6 +364,14 @@ class _Kernel:
         self._busy.add(op)
         try:
             ds = self.defs[op]
+            if len(ds) == 1 and ds[0].opcode.split(".")[0] == "sub" and len(ds[0].operands) == 3 and \
+                    (k := self._signed_rem(ds[0].operands[1], ds[0].operands[2])) is not None:
+                # C's `i % 2^k` of a counter that never goes negative: `i & (2^k - 1)`, read
+                # as one expression (its two operands as independent sets would give -k+1..k-1)
+                x = self.vals(ds[0].operands[1], depth + 1)
+                self._vals[op] = (None, frozenset(v & (k - 1) for v in x[1]) if x and x[0] is None and x[1]
+                                  else frozenset(range(k)))
+                return self._vals[op]
             wraps = [w for s in ds if s.opcode.startswith("selp") and len(s.operands) == 4
                      and (w := self._wrapped(op, s, depth)) is not None]
             if wraps:
@@ -802,8 +810,12 @@ class _Kernel:
                   and d.opcode.split(".")[0] == "mov" and len(d.operands) == 2]
         if len(starts) + 1 != len(self.defs.get(op, [])):
             return None
-        known = [limit, back, c] + starts
+        known = [limit, back, c]
         if any(v is None or v[0] is not None or v[1] is None or len(v[1]) != 1 for v in known):
+            return None
+        # a start may take a few values (CuTe's ping-pong consumers start their ring at their
+        # warpgroup's stage: `selp 1, 0, gid == 1`)
+        if any(v is None or v[0] is not None or not v[1] or len(v[1]) > _MAX_VALUES for v in starts):
             return None
         n, r, step = (next(iter(v[1])) for v in (limit, back, c))  # type: ignore[index]
         if step <= 0 or not 0 < n <= _MAX_VALUES:
@@ -812,7 +824,8 @@ class _Kernel:
         # starts its stage at STAGES - 1, so the first step wraps it to 0)
         out = set(range(r, n, step)) if 0 <= r < n else {r}
         for v in starts:
-            out |= set(range(next(iter(v[1])), n, step))  # type: ignore[index]
+            for first in v[1]:  # type: ignore[union-attr]
+                out |= set(range(first, n, step))
         return frozenset(out) if all(0 <= x < n for x in out) else None
 
     def _start(self, d: Stmt, wrap: Stmt, depth: int) -> Val:
@@ -957,6 +970,8 @@ class _Kernel:
             elif base == "rem" and len(ops) == 2 and ops[1] in [str(c) for c in const] and const[-1] > 0 \
                     and (unsigned or self.index_max(ops[0], depth + 1) is not None):
                 m = const[-1] - 1
+            elif base == "sub" and len(ops) == 2 and (k := self._signed_rem(ops[0], ops[1])) is not None:
+                m = k - 1
             elif base in ("shl", "mul") and len(ops) == 2 and re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", ops[1]):
                 x = self.index_max(ops[0], depth + 1)
                 if x is None:
@@ -981,6 +996,102 @@ class _Kernel:
                 return None
             out = max(out, m)
         return out
+
+    def _signed_rem(self, x: str, y: str) -> int | None:
+        """2^k when `x - y` is C's signed `x % 2^k` (`_rem_shape`) and x never goes negative
+        (`_counts_up`): then it is `x & (2^k - 1)`. None otherwise."""
+        k = self._rem_shape(x, y)
+        return k if k is not None and self._counts_up(x.strip()) else None
+
+    def _rem_shape(self, x: str, y: str) -> int | None:
+        """2^k when `x - y` is C's signed `x % 2^k`: y is
+        `(x + (x >>> 31)) & -2` for k = 1, `(x + ((x >> 31) >>> (32 - k))) & -2^k` otherwise
+        (what nvcc and CuTe DSL emit for `i % STAGES` on an int). None otherwise."""
+        num = r"-?\d+|0[xX][0-9a-fA-F]+"
+        ad = self.defs.get(y.strip(), ())
+        if len(ad) != 1 or ad[0].opcode.split(".")[0] != "and" or len(ad[0].operands) != 3 or \
+                not re.fullmatch(num, mask := ad[0].operands[2].strip()):
+            return None
+        m = int(mask, 0)
+        k2 = (-m) & 0xFFFFFFFF if m < 0 else (0x100000000 - m if m >= 0x80000000 else 0)
+        if k2 < 2 or k2 & (k2 - 1):
+            return None
+        sd = self.defs.get(ad[0].operands[1].strip(), ())
+        if len(sd) != 1 or sd[0].opcode.split(".")[0] != "add" or len(sd[0].operands) != 3:
+            return None
+        a, b = (o.strip() for o in sd[0].operands[1:])
+        t = b if a == x.strip() else a if b == x.strip() else None
+        td = self.defs.get(t, ()) if t else ()
+        if len(td) != 1 or not td[0].opcode.startswith("shr.u") or len(td[0].operands) != 3:
+            return None
+        src, sh = (o.strip() for o in td[0].operands[1:])
+        if not re.fullmatch(r"\d+", sh):
+            return None
+        if src != x.strip():  # (x >> 31) >>> (32 - k): the sign, spread over the low k bits
+            sd2 = self.defs.get(src, ())
+            if len(sd2) != 1 or not sd2[0].opcode.startswith("shr.s") or \
+                    [o.strip() for o in sd2[0].operands[1:]] != [x.strip(), "31"] or int(sh) != 32 - k2.bit_length() + 1:
+                return None
+        elif int(sh) != 31 or k2 != 2:
+            return None
+        return k2
+
+    def _counts_up(self, x: str) -> bool:
+        """Whether x never goes negative, read from every definition of it and of what it is
+        made of: non-negative constants, copies, sums, shifts right, `selp`, `xor` and `or` of
+        such values, `and` with a non-negative mask, a floor division's `selp -1, 0, x < 0`
+        for x such a value, and C's signed remainder of such a value (`_signed_rem`). Cycles (a counter's own update) are taken as holding, which
+        is an induction: every definition keeps the value non-negative if its inputs are."""
+        num = r"\d+|0[xX][0-9a-fA-F]+"
+        seen, todo = {x}, [x]
+
+        def need(o: str) -> bool:
+            if re.fullmatch(num, o):
+                return True
+            if not o.startswith("%"):
+                return False
+            if o not in seen:
+                seen.add(o)
+                todo.append(o)
+            return True
+
+        while todo:
+            r = todo.pop()
+            for d in self.defs.get(r, ()):
+                base, ops = d.opcode.split(".")[0], [o.strip() for o in d.operands[1:]]
+                if base == "mov" and len(ops) == 1 and need(ops[0]):
+                    continue
+                if base == "add" and len(ops) == 2 and all(need(o) for o in ops):
+                    continue
+                if base == "selp" and len(ops) == 3 and need(ops[1]) and (
+                        need(ops[0]) if not re.fullmatch(r"-\d+", ops[0]) else
+                        (v := self._false_if_nonneg(ops[2])) is not None and need(v)):
+                    # `selp -1, 0, x < 0 && ...`: a floor division's correction, 0 for x >= 0
+                    continue
+                if base == "shr" and len(ops) == 2 and re.fullmatch(num, ops[1]) and need(ops[0]):
+                    continue
+                if base in ("xor", "or") and len(ops) == 2 and "pred" not in d.opcode and all(need(o) for o in ops):
+                    continue
+                if base == "and" and len(ops) == 2 and any(re.fullmatch(num, o) for o in ops):
+                    continue
+                if base == "sub" and len(ops) == 2 and self._rem_shape(ops[0], ops[1]) is not None and need(ops[0]):
+                    continue
+                return False
+        return True
+
+    def _false_if_nonneg(self, p: str) -> str | None:
+        """v when predicate p is false whenever v >= 0: `setp.lt.s* p, v, 0`, or an `and.pred`
+        with such a side (the sign test of C's division and remainder). None otherwise."""
+        ds = self.defs.get(p.strip(), ())
+        if len(ds) != 1:
+            return None
+        d = ds[0]
+        ops = [o.strip() for o in d.operands[1:]]
+        if d.opcode.startswith("setp.lt.s") and len(ops) == 2 and ops[1] == "0":
+            return ops[0]
+        if d.opcode == "and.pred" and len(ops) == 2:
+            return next((v for o in ops if (v := self._false_if_nonneg(o)) is not None), None)
+        return None
 
     def _wrap_bound(self, d: str, ops: list[str]) -> int | None:
         """The bound of a counter that wraps: `x = d + 1; p = x == C; d = selp 0, x, p` (Gluon's

@@ -171,16 +171,18 @@ def test_pingpong_empty_barriers_count_one_warpgroup_or_are_said_unchecked(name)
         assert {c for _, c in names[f"{D}+{{0,8,16,24}}"].inits} == {1}
 
 
-def test_pingpong_count8_ordered_by_mbarriers_is_said_unchecked():
+def test_pingpong_count8_ordered_by_mbarriers_is_flagged_as_an_assumption():
     """cute_pipe_pingpong_count8: empty[] init 8, one warpgroup's 4 arrivals a phase: a
     deadlock. The warpgroups take turns through PipelineOrder's mbarriers, addressed by
-    `stage * 2 + group` with the group derived from %tid.x: the sheet does not tell those
-    barriers from the ring's, so it cannot count the ring. It must not read as all-clear:
-    no evidence flag, and the count is listed as not checked (the named-barrier twin,
-    cute_pipe_pingpong_named_count8, is flagged)."""
+    `stage * 2 + group` with the group derived from %tid.x. Each warpgroup's ring index
+    starts at its own stage and C's signed `% 2` of a never-negative counter decides the
+    rest, so the ring is told apart and counted: one warpgroup a phase, taken as taking
+    turns (an assumption), so flag 2 with the design's cause, as an assumption; no
+    evidence flag (the named-barrier twin, cute_pipe_pingpong_named_count8, is flagged)."""
     k = _sheet("cute_pipe_pingpong_count8")
     assert not [f for f in k.flags if f.basis is Basis.EVIDENCE], k.flags
-    assert any("counts not checked" in u or "not decided by the PTX" in u for u in k.unchecked), k.unchecked
+    (f,) = k.flags
+    assert f.code == 2 and f.basis is Basis.ASSUMPTION and "init count 8" in f.text and "init with 4" in f.text, f
 
 
 @pytest.mark.parametrize("name, code, bases", PLANTED, ids=[n for n, _, _ in PLANTED])

@@ -133,20 +133,20 @@ PLANTED = [
     _xfail("t_bscale_fp8_s3_w8_wrap4", 13, (G + "99384", "no mbarrier.init initializes it"),
            reason="flags 5 and 10 about the default warps' own barriers instead of flag 13: the MMA warp's wait "
                   "on ready[3] = +99384 (the counter wraps at 4 on a 3-ring), never initialized, is not seen"),
-    *[_xfail(n, 2, (D + "{0,8}", "count 1", "2 arrival(s) per phase"),
-             reason="not flagged: full, empty and order (+0..+40) are read as one undecided group whose counts "
-                    "are listed as not checked, so full[] init 1 under two producers' arrivals is missed")
-      for n in ("h4_pp2p_fullcnt", "h4_pp2p_cnt_fullcnt", "h4_pp2p_named_fullcnt", "h4_pp2p_step_fullcnt")],
-    _xfail("h4_pp2p_noflip", 12, (D + "{16,24}", "producer (warp 1)", "parity 1"),
-           reason="flag 12 fires on the right wait but names the barrier __dynamic_shmem__0 (the base of the "
-                  "undecided +0..+40 group), not empty +{16,24}"),
+    # CuTe ping-pong: the ring index after `cs.advance(7)` is C's signed `% 2` of a counter
+    # that never goes negative (`_signed_rem`), each warpgroup's ring starts at its own stage,
+    # and the warpgroups take turns through named barriers whose ids differ by warpgroup
+    *[_case(n, 2, (D + "{0,8}", "count 1", "2 arrival(s) per phase"))
+      for n in ("h4_pp2p_fullcnt", "h4_pp2p_cnt_fullcnt", "h4_pp2p_named_fullcnt")],
+    _xfail("h4_pp2p_step_fullcnt", 2, (D + "{0,8}", "count 1", "2 arrival(s) per phase"),
+           reason="not flagged: full, empty and order (+0..+40) are read as one undecided group whose counts are "
+                  "listed as not checked, so full[] init 1 under two producers' arrivals is missed"),
+    _case("h4_pp2p_noflip", 12, (D + "{16,24}", "producer (warp 1)", "parity 1")),
     _xfail("h4_pp2p_order", 12, (D + "32", "consumer (warps 4-11)", "parity 1"),
-           reason="flag 12 fires on the right wait but names the barrier __dynamic_shmem__0 (the base of the "
-                  "undecided +0..+40 group), not order[0] +32"),
-    _xfail("h4_pp2p_ordint", 12, (D + "{32,40}", "consumer (warps 4-11)", "the same value every trip"),
-           reason="each warpgroup waits order[gid] with parity `selp.b32 %r58, 1, 0, %p15` (gid == 0), the same "
-                  "every tile: flag 12 names the barrier __dynamic_shmem__0 (the base of the undecided +0..+40 "
-                  "group), not order +{32,40}"),
+           reason="flag 12 is not raised; flag 2 is, three times, on what the bug causes: order[0] (+32) gets "
+                  "no arrival, order[1] (+40) 256 a phase for init 128, empty 8 a phase for init 4 (both "
+                  "warpgroups built with group id 0 consume the same stages)"),
+    _case("h4_pp2p_ordint", 12, (D + "{32,40}", "consumer (warps 4-11)", "the same value every trip")),
     _xfail("h4_attn_kstages", 2, (D + "48", "count 1"),
            reason="flags 2 and 7 on one ring +{16,...,64}: the MMA's K state wrapping at 3 on the 2-stage ring "
                   "merges k_full, k_empty and v_full; the stray commit on v_full[0] (+48) is not named"),
