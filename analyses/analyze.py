@@ -166,6 +166,19 @@ def group_identical(analyses: Iterable[KernelAnalysis]) -> list[tuple[KernelAnal
     return [(g[0], tuple(g[1:])) for g in groups.values()]
 
 
+def unmet_expectations(analyses: Iterable[KernelAnalysis]) -> list[str]:
+    """One line per launch that does not meet the user's --expect (missing-specialized-
+    instructions' `unmet_expect`): 'launch 3 (gemm_ffma): tma'. An expectation the report
+    cannot check (no instruction data) is not unmet."""
+    out = []
+    for a in analyses:
+        for f in a.findings:
+            unmet = f.evidence.get("unmet_expect") if f.id == "missing-specialized-instructions" else None
+            if unmet:
+                out.append(f"launch {a.summary.launch_id} ({a.summary.name}): {', '.join(map(str, unmet))}")
+    return out
+
+
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Derive the role tables for every loaded launch that lacks them."""
     build_roles(con)

@@ -115,6 +115,8 @@ class CompareResult:
     kernels: tuple[KernelComparison, ...]
     only_base: tuple[str, ...] = field(default=())   # kernels with no match on the candidate side
     only_cand: tuple[str, ...] = field(default=())   # kernels new on the candidate side
+    # the candidate's launches that do not meet the config's `expect` ('launch 3 (k): tma')
+    unmet: tuple[str, ...] = field(default=())
 
     @property
     def regression(self) -> bool:
@@ -510,9 +512,13 @@ def _majority(findings: list[tuple[str, str]]) -> tuple[str, str, int]:
 
 
 def _verdicts(con: duckdb.DuckDBPyConnection, pairs: list[_Pair],
-              config: AnalysisConfig) -> list[list[VerdictChange]]:
+              config: AnalysisConfig) -> tuple[list[list[VerdictChange]], tuple[str, ...]]:
+    """Each pair's verdict changes, and the candidate's unmet expectations."""
     ids = sorted({lid for b, c, _ in pairs for lid in (*b.launch_ids, *c.launch_ids)})
     found = evaluate(con, ids, expect=config.expect, thresholds=config.thresholds)
+    unmet = tuple(f"launch {lid} ({c.function}): {', '.join(map(str, f.evidence['unmet_expect']))}"
+                  for _, c, _ in pairs for lid in c.launch_ids for f in found[lid].findings
+                  if f.id == "missing-specialized-instructions" and f.evidence.get("unmet_expect"))
     out = []
     for b, c, _ in pairs:
         changes = []
@@ -526,7 +532,7 @@ def _verdicts(con: duckdb.DuckDBPyConnection, pairs: list[_Pair],
             gone = bs == Status.confirmed.value and cs != Status.confirmed.value
             changes.append(VerdictChange(h.id, bs, cs, bsum, csum, new, gone, bn, cn))
         out.append(changes)
-    return out
+    return out, unmet
 
 
 # ---------------------------------------------------------------------------------------
@@ -546,14 +552,14 @@ def compare(con: duckdb.DuckDBPyConnection, base_ids: Sequence[int], cand_ids: S
         raise InputError(f"no kernel is on both sides: base has {_listing(base, kernel)}; candidate has "
                          f"{_listing(cand, kernel)}. Compare reports of the same kernel (or narrow with --kernel)")
     figures = _figures(con, pairs, config)
-    verdicts = _verdicts(con, pairs, config)
+    verdicts, unmet = _verdicts(con, pairs, config)
     kernels = tuple(
         KernelComparison(c.function, b.demangled, c.demangled, how, c.config, b.launch_ids, c.launch_ids,
                          tuple(figs), tuple(vs))
         for (b, c, how), figs, vs in zip(pairs, figures, verdicts))
     return CompareResult(base_label, cand_label, kernels,
                          tuple(f"{g.demangled} ({g.config})" for g in only_b),
-                         tuple(f"{g.demangled} ({g.config})" for g in only_c))
+                         tuple(f"{g.demangled} ({g.config})" for g in only_c), unmet)
 
 
 def _listing(groups: list[_Group], kernel: str | None) -> str:

@@ -12,12 +12,13 @@ from typing import Optional
 
 import typer
 
-from wsperf.analyses.analyze import analyze as run_analysis
+from wsperf.analyses.analyze import analyze as run_analysis, unmet_expectations
 from wsperf.analyses.config import load_config
 from wsperf.analyses.evidence import gather
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
-from wsperf.cli.common import check_outputs, err, error_boundary, load_with_progress, longest_first, out, progress_bar
+from wsperf.cli.common import (check_outputs, err, error_boundary, expectation_gate, load_with_progress, longest_first,
+                               out, progress_bar)
 from wsperf.cli.gate import handoff, no_profile, with_caveats
 from wsperf.cli.render import OutputFormat
 from wsperf.cli.runs import LOCK_HELP, begin_run, load_run
@@ -41,6 +42,8 @@ def analyze(
                                      "tensor-core, wgmma, tcgen05, setmaxnreg, warp-specialized."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with `expect = [...]` and "
                                           "`[thresholds.<hypothesis>]` overrides."),
+    expect_advisory: bool = typer.Option(False, "--expect-advisory", help="Say an unmet expectation but exit 0 "
+                                         "(default: exit 6, docs/exit-codes.md)."),
     charts_dir: Optional[Path] = typer.Option(None, "--charts", help="Also write each launch's charts into this "
                                               "directory (.vl.json, .html, .png, .svg); Markdown links the PNGs."),
     html_file: Optional[Path] = typer.Option(None, "--html", help="Also write one standalone HTML page (works "
@@ -123,8 +126,12 @@ def analyze(
             sys.stdout.write(charts_markdown(charts, charts_dir))
         if write_report:
             err.print(render.plain(f"wsperf analyze: wrote {write_bundle_report(evidence.bundle, evidence, gate, results)}"))
+        # the gate's code (a stop, unverified evidence) comes first; then the expectations
+        unmet = 0 if gate.code else expectation_gate(unmet_expectations(results), expect_advisory, "analyze")
     if gate.code:
         raise typer.Exit(gate.code)
+    if unmet:
+        raise typer.Exit(unmet)
 
 
 def _nsys() -> ModuleType:

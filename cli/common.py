@@ -79,6 +79,20 @@ def error_boundary() -> Iterator[None]:
               "nothing was recorded", ExitCode.ERROR)
 
 
+def expectation_gate(unmet: list[str], advisory: bool, command: str) -> int:
+    """The exit code for expectations a kernel does not meet (ExitCode.EXPECTATION, or 0
+    with --expect-advisory), each said on stderr; 0 when every expectation is met."""
+    if not unmet:
+        return 0
+    for line in unmet:
+        err.print(render.plain(f"wsperf {command}: expectation not met: {line}"), soft_wrap=True)
+    if advisory:
+        return 0
+    err.print(render.plain(f"wsperf {command}: exit {ExitCode.EXPECTATION}: an expectation is not met "
+                           "(--expect-advisory keeps it advisory)"), soft_wrap=True)
+    return ExitCode.EXPECTATION
+
+
 def _fail(message: str, code: int) -> NoReturn:
     # One line, whatever the message quotes (a file name or a tool's output may hold newlines).
     err.print(render.plain("Error: " + " ".join(message.split())), soft_wrap=True)

@@ -23,7 +23,7 @@ from wsperf.analyses.compare import Change, CompareResult, FigureChange, KernelC
 from wsperf.analyses.config import load_config
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
-from wsperf.cli.common import check_outputs, err, error_boundary, load_progress, out
+from wsperf.cli.common import check_outputs, err, error_boundary, expectation_gate, load_progress, out
 from wsperf.cli.nsys import compare_exports
 from wsperf.cli.runs import require_store
 from wsperf.cli.table import Table
@@ -59,11 +59,14 @@ def compare(
                                               "directory (.vl.json, .html, .png, .svg); Markdown links the PNGs."),
     html_file: Optional[Path] = typer.Option(None, "--html", help="Also write one standalone HTML page (works "
                                              "offline): the verdict, the charts, every figure per kernel."),
+    expect_advisory: bool = typer.Option(False, "--expect-advisory", help="Say the candidate's unmet `expect` "
+                                         "(config) but exit 0 (default: exit 6 when nothing regressed)."),
 ) -> None:
     """Compare a candidate against a base: every kernel on both sides, figure by figure
     (duration and shares tested with Mann-Whitney U and a minimum change; registers,
     shared memory, launch shape, instruction paths exactly) and hypothesis by hypothesis.
-    Exit 1 when anything regressed, 0 when not."""
+    Exit 1 when anything regressed, else 6 when the candidate misses the config's `expect`,
+    0 when not."""
     with error_boundary():
         check_outputs(charts_dir, html_file, inputs=[*inputs, *vs, config], store=db, more={"--out": out_file})
         if vs:
@@ -93,7 +96,9 @@ def compare(
         if out_file is not None:
             err.print(render.plain(f"wsperf compare: {summary_line(result)}; wrote {out_file}"))
     if result.regression:
-        raise typer.Exit(ExitCode.REGRESSION)
+        raise typer.Exit(ExitCode.REGRESSION)  # a regression first; then the candidate's expectations
+    if (unmet := expectation_gate(list(result.unmet), expect_advisory, "compare")):
+        raise typer.Exit(unmet)
 
 
 def _charts_and_page(result: CompareResult, charts_dir: Path | None, html_file: Path | None,
@@ -281,7 +286,9 @@ def compare_json(result: CompareResult) -> str:
         "regression": result.regression,
         "regressions": n,
         "kernels_regressed": m,
-        "exit_code": ExitCode.REGRESSION if result.regression else ExitCode.OK,
+        # (--expect-advisory turns the 6 into 0 at the process level only)
+        "exit_code": ExitCode.REGRESSION if result.regression else ExitCode.EXPECTATION if result.unmet else ExitCode.OK,
+        "unmet_expectations": list(result.unmet),
         "kernels": [dict(render._jsonable(k), regression=k.regression) for k in result.kernels],
         "only_base": list(result.only_base),
         "only_cand": list(result.only_cand),

@@ -12,7 +12,8 @@ import typer
 from wsperf.analyses.static import inspect as run_inspect
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
-from wsperf.cli.common import emit, error_boundary
+from wsperf.analyses.analyze import unmet_expectations
+from wsperf.cli.common import emit, error_boundary, expectation_gate
 from wsperf.collectors.store import open_store
 from wsperf.cli.render import OutputFormat as Format
 from wsperf.collectors.errors import InputError
@@ -28,6 +29,8 @@ def inspect(
                                          "expression (RE2 syntax)."),
     expect: list[str] = typer.Option([], "--expect", "-e", help="What the kernel should use (repeatable): tma, "
                                      "tensor-core, wgmma, tcgen05, setmaxnreg, warp-specialized."),
+    expect_advisory: bool = typer.Option(False, "--expect-advisory", help="Say an unmet expectation but exit 0 "
+                                         "(default: exit 6, docs/exit-codes.md)."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text, json or markdown."),
     db: Optional[Path] = typer.Option(None, "--db", help="DuckDB file to load the static rows into (created if "
                                       "absent, appended to if present). Default: an in-memory database."),
@@ -46,3 +49,6 @@ def inspect(
         result = run_inspect(con, paths, arch=arch, kernel=kernel, expect=expect)
         emit(fmt, result, render.inspection_text, render.inspection_json,
               render.inspection_markdown)
+        unmet = expectation_gate(unmet_expectations(k.analysis for k in result.kernels), expect_advisory, "inspect")
+    if unmet:
+        raise typer.Exit(unmet)

@@ -17,6 +17,7 @@ class ExitCode:
     CORRECTNESS = 3  # collect: the sanitizer found errors; no performance advice
     DEADLOCK = 4  # collect: the repro hung; warps' wait points were captured
     UNVERIFIED = 5  # the sanitizer's evidence is incomplete (a tool did not finish, a file is missing or damaged)
+    EXPECTATION = 6  # analyze/inspect/compare: a kernel does not meet an --expect (or config `expect`)
 
 
 class WsperfError(Exception):

@@ -188,7 +188,17 @@ g AS (
                  THEN 'expected setmaxnreg, none' || seen END,
             CASE WHEN list_contains($expect, 'warp-specialized') AND NOT coalesce(warp_specialized, false)
                  THEN 'expected a warp-specialized kernel, found no separate producer and consumer paths' END
-        ], lambda x: x IS NOT NULL) AS gaps
+        ], lambda x: x IS NOT NULL) AS gaps,
+        -- the user's expectations this launch does not meet: the CLI's exit code 6
+        list_filter([
+            CASE WHEN list_contains($expect, 'tensor-core') AND tensor_path <> best_tensor THEN 'tensor-core' END,
+            CASE WHEN list_contains($expect, 'wgmma') AND tensor_path <> 'wgmma' THEN 'wgmma' END,
+            CASE WHEN list_contains($expect, 'tcgen05') AND tensor_path <> 'tcgen05' THEN 'tcgen05' END,
+            CASE WHEN list_contains($expect, 'tma') AND NOT uses_tma THEN 'tma' END,
+            CASE WHEN list_contains($expect, 'setmaxnreg') AND NOT uses_setmaxnreg THEN 'setmaxnreg' END,
+            CASE WHEN list_contains($expect, 'warp-specialized') AND NOT coalesce(warp_specialized, false)
+                 THEN 'warp-specialized' END
+        ], lambda x: x IS NOT NULL) AS unmet_expect
     FROM v
 )
 SELECT
@@ -222,5 +232,7 @@ SELECT
     CASE WHEN ffma_matrix_shape AND tensor_path = 'none' AND NOT list_has_any($expect, ['tensor-core', 'wgmma', 'tcgen05'])
          THEN 'assumption' WHEN has_data THEN 'evidence' END AS basis,
     is_static AS static_sass,
-    gaps
+    gaps,
+    -- empty without data: an expectation that could not be checked is not said unmet
+    CASE WHEN has_data THEN unmet_expect ELSE [] END AS unmet_expect
 FROM g
