@@ -83,6 +83,7 @@ def analyze(
         con = open_store(db, lock_timeout=lock_timeout)
         run = begin_run(con, db, label, tag, commit, branch, reports)
         evidence = gather(con, reports, sanitizer, source)
+        _warn_unrelated(evidence)
         gate = handoff(evidence, fmt, allow_unverified)
         if write_report and evidence.bundle is None:
             raise InputError("--write-report needs a bundle directory written by `wsperf collect`")
@@ -132,6 +133,33 @@ def analyze(
         raise typer.Exit(gate.code)
     if unmet:
         raise typer.Exit(unmet)
+
+
+def _warn_unrelated(evidence) -> None:  # type: ignore[no-untyped-def]
+    """A warning when sanitizer files given with --sanitizer name only kernels that no
+    report given beside them holds: likely another program's run (a synccheck XML of one
+    kernel beside another kernel's report stopped with exit 3 and said nothing of it). The
+    reports' kernel names are read into a scratch store; a bundle's files belong together
+    and are not checked."""
+    if evidence.bundle is not None or not evidence.reports:
+        return
+    named = {f.kernel for _, o in evidence.sanitizer for f in o.findings if f.kernel}
+    if not named:
+        return
+    scratch = open_store(None)
+    try:
+        from wsperf.collectors.ncu import load_reports
+
+        load_reports(scratch, list(evidence.reports))
+        rows = scratch.execute("SELECT DISTINCT kernel_function, kernel_mangled, kernel_demangled FROM launches").fetchall()
+    finally:
+        scratch.close()
+    have = {n for r in rows for n in r if n}
+    if any(k in have or any(k in d for d in have) for k in named):
+        return
+    err.print(render.plain(f"wsperf analyze: warning: the sanitizer file(s) name kernel(s) {', '.join(sorted(named))}, "
+                           f"and no report given holds one ({', '.join(sorted({r[0] for r in rows if r[0]}))}): "
+                           "inputs of different programs? Analyze each with its own files"), soft_wrap=True)
 
 
 def _nsys() -> ModuleType:

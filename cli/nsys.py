@@ -53,6 +53,20 @@ class NsysReport:
     summary: NsysSummary
     ranked: tuple[RankedAnalysis, ...] = ()
     top: int = 10  # kernels shown in text and Markdown (JSON holds all)
+    warnings: tuple[str, ...] = ()  # inputs that do not belong together (`unrelated`)
+
+
+def unrelated(summary: NsysSummary, analyses: list) -> tuple[str, ...]:
+    """A warning when the Nsight Compute reports ran on a GPU none of the exports' targets
+    had (an RTX 3060 timeline beside an H200 report): their launches are not the
+    timeline's, and no share of its GPU time applies to them."""
+    gpus = {g.split(": ", 1)[-1].split(" (")[0] for e in summary.exports for g in e.gpus}
+    devices = sorted({a.summary.device for a in analyses if a.summary.device})
+    other = [d for d in devices if gpus and d not in gpus]
+    if not other:
+        return ()
+    return (f"the Nsight Compute reports ran on {', '.join(other)}, and the Nsight Systems export(s) on "
+            f"{', '.join(sorted(gpus))}: not the same run; their launches are not ranked by this timeline's GPU time",)
 
 
 def load_inputs(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> list:
@@ -77,10 +91,12 @@ def nsys_report(con: duckdb.DuckDBPyConnection, exports: list[Path], reports: li
     if launch_ids is None and reports:
         loaded = load_with_progress(con, reports)
         launch_ids = launch_ids_of_reports(con, [r.report_id for r in loaded])
+    warnings: tuple[str, ...] = ()
     if launch_ids:
         analyses = run_analysis(con, launch_ids=launch_ids)
         ranked = tuple(rank_by_gpu_time(analyses, match_ncu(con, [a.summary.launch_id for a in analyses], ids)))
-    return NsysReport(summary, ranked, top)
+        warnings = unrelated(summary, analyses)
+    return NsysReport(summary, ranked, top, warnings)
 
 
 def bundle_timeline(con: duckdb.DuckDBPyConnection, timelines: tuple[Path, ...], results: list | None
@@ -120,6 +136,8 @@ def nsys(
         check_outputs(charts_dir, None, inputs=inputs, store=db)
         con = open_store(db, lock_timeout=lock_timeout)
         rep = nsys_report(con, exports, reports, top)
+        for w in rep.warnings:
+            err.print(plain(f"wsperf nsys: warning: {w}"), soft_wrap=True)
         charts = write_nsys_charts(con, rep, charts_dir) if charts_dir is not None else {}
         emit(fmt, rep, nsys_text, nsys_json, nsys_markdown)
         if charts and fmt is OutputFormat.markdown:
@@ -152,6 +170,8 @@ def analyze_timeline(exports: list[Path], reports: list[Path], *, sanitizer: lis
         err.print(plain(f"wsperf analyze: recorded run {run.label!r} (run {run.run_id}, {run.reports} Nsight Systems "
                         "export(s))"), soft_wrap=True)
     rep = nsys_report(con, exports, reports, export_ids=ids)
+    for w in rep.warnings:
+        err.print(plain(f"wsperf analyze: warning: {w}"), soft_wrap=True)
     charts = write_nsys_charts(con, rep, charts_dir) if charts_dir is not None else {}
     emit(fmt, rep, nsys_text, nsys_json, nsys_markdown)
     if charts and fmt is OutputFormat.markdown:
@@ -280,6 +300,7 @@ def _json_dict(rep: NsysReport) -> dict[str, Any]:
     s = rep.summary
     d: dict[str, Any] = {
         "exports": [dataclasses.asdict(e) for e in s.exports],
+        "warnings": list(rep.warnings),
         "kernel_time_ns": s.kernel_time_ns,
         "kernel_stats": [dataclasses.asdict(k) for k in s.kernels],
         "streams": [{**dataclasses.asdict(g), "status": g.status.value, "pid": g.pid, "summary": g.summary}
