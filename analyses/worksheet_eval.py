@@ -364,14 +364,6 @@ class _Kernel:
         self._busy.add(op)
         try:
             ds = self.defs[op]
-            if len(ds) == 1 and ds[0].opcode.split(".")[0] == "sub" and len(ds[0].operands) == 3 and \
-                    (k := self._signed_rem(ds[0].operands[1], ds[0].operands[2])) is not None:
-                # C's `i % 2^k` of a counter that never goes negative: `i & (2^k - 1)`, read
-                # as one expression (its two operands as independent sets would give -k+1..k-1)
-                x = self.vals(ds[0].operands[1], depth + 1)
-                self._vals[op] = (None, frozenset(v & (k - 1) for v in x[1]) if x and x[0] is None and x[1]
-                                  else frozenset(range(k)))
-                return self._vals[op]
             wraps = [w for s in ds if s.opcode.startswith("selp") and len(s.operands) == 4
                      and (w := self._wrapped(op, s, depth)) is not None]
             if wraps:
@@ -695,7 +687,10 @@ class _Kernel:
         if len(ops) != 2:
             return None
         if base == "sub" and (m := self._signed_rem(ops[0], ops[1])) is not None:
-            return None, frozenset(range(m))
+            # C's `i % 2^k` of a value that never goes negative: `i & (2^k - 1)`, read as one
+            # expression (its two operands as independent sets would give -2^k+1 .. 2^k-1)
+            x = self.vals(ops[0], depth)
+            return None, (frozenset(v & (m - 1) for v in x[1]) if x and x[0] is None and x[1] else frozenset(range(m)))
         a, b = self.vals(ops[0], depth), self.vals(ops[1], depth)
         if base == "and" and a and b and (a[0] is None) != (b[0] is None):
             # (buffer + 1023) & -1024: a dynamic shared buffer aligned up. The result is a
@@ -735,36 +730,6 @@ class _Kernel:
              "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y, "min": min, "max": max,
              "rem": lambda x, y: x % y if y else 0, "div": lambda x, y: x // y if y else 0}.get(base)
         return _combine(None, a[1], b[1], f) if f else None
-
-    def _signed_rem(self, x: str, y: str) -> int | None:
-        """M when `x - y` is x % M for a power of two M, in the form compilers give a signed
-        remainder (`y = (x + (x >> 31 as a sign fill)) & -M`: Gluon's `i % 2` of a tile
-        counter), and x never negative (a counter started at a constant >= 0 and only
-        stepped up): its values are 0 .. M-1 whatever x's trip count. None otherwise."""
-        ds = self.defs.get(y, [])
-        if len(ds) != 1 or ds[0].opcode.split(".")[0] != "and" or len(ds[0].operands) != 3:
-            return None
-        s_add, mask = ds[0].operands[1], ds[0].operands[2]
-        if not re.fullmatch(r"-\d+", mask) or (m := -int(mask)) & (m - 1) or m < 2:
-            return None
-        da = self.defs.get(s_add, [])
-        if len(da) != 1 or da[0].opcode.split(".")[0] != "add" or x not in da[0].operands[1:]:
-            return None
-        return m if self._never_negative(x) else None
-
-    def _never_negative(self, x: str) -> bool:
-        """x is a counter: set from constants >= 0 and otherwise only increased by a constant."""
-        ds = self.defs.get(x, [])
-        if not ds:
-            return False
-        for d in ds:
-            base, ops = d.opcode.split(".")[0], d.operands[1:]
-            if base == "mov" and len(ops) == 1 and re.fullmatch(r"\d+", ops[0]):
-                continue
-            if base == "add" and len(ops) == 2 and x in ops and re.fullmatch(r"\d+", ops[1 - ops.index(x)]):
-                continue
-            return False
-        return True
 
     def _chosen(self, ops: list[str], pick: bool, depth: int) -> Val:
         """The values `selp a, b, p` takes from a (`pick`) or b. When p compares the other
@@ -999,9 +964,9 @@ class _Kernel:
 
     def _signed_rem(self, x: str, y: str) -> int | None:
         """2^k when `x - y` is C's signed `x % 2^k` (`_rem_shape`) and x never goes negative
-        (`_counts_up`): then it is `x & (2^k - 1)`. None otherwise."""
+        (`_never_negative`): then it is `x & (2^k - 1)`. None otherwise."""
         k = self._rem_shape(x, y)
-        return k if k is not None and self._counts_up(x.strip()) else None
+        return k if k is not None and self._never_negative(x.strip()) else None
 
     def _rem_shape(self, x: str, y: str) -> int | None:
         """2^k when `x - y` is C's signed `x % 2^k`: y is
@@ -1012,8 +977,7 @@ class _Kernel:
         if len(ad) != 1 or ad[0].opcode.split(".")[0] != "and" or len(ad[0].operands) != 3 or \
                 not re.fullmatch(num, mask := ad[0].operands[2].strip()):
             return None
-        m = int(mask, 0)
-        k2 = (-m) & 0xFFFFFFFF if m < 0 else (0x100000000 - m if m >= 0x80000000 else 0)
+        k2 = -int(mask, 0) & 0xFFFFFFFF  # -2^k as a 32-bit mask, written signed or unsigned
         if k2 < 2 or k2 & (k2 - 1):
             return None
         sd = self.defs.get(ad[0].operands[1].strip(), ())
@@ -1036,12 +1000,13 @@ class _Kernel:
             return None
         return k2
 
-    def _counts_up(self, x: str) -> bool:
+    def _never_negative(self, x: str) -> bool:
         """Whether x never goes negative, read from every definition of it and of what it is
         made of: non-negative constants, copies, sums, shifts right, `selp`, `xor` and `or` of
         such values, `and` with a non-negative mask, a floor division's `selp -1, 0, x < 0`
-        for x such a value, and C's signed remainder of such a value (`_signed_rem`). Cycles (a counter's own update) are taken as holding, which
-        is an induction: every definition keeps the value non-negative if its inputs are."""
+        for x such a value, and C's signed remainder of such a value (`_signed_rem`). Cycles
+        (a counter's own update) are taken as holding, which is an induction: every
+        definition keeps the value non-negative if its inputs are."""
         num = r"\d+|0[xX][0-9a-fA-F]+"
         seen, todo = {x}, [x]
 
