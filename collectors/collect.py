@@ -477,8 +477,9 @@ def _fallback(st: _State, sanitizer: str, tool: str, done: Completed, xml: Path,
     argv: list[str] = []
     kept: list[str] = []
     for k, (label, args) in enumerate(scope.fallbacks(st.opts.launch_count)):
-        kept.append(f"sanitizer/{tool}.{'scoped' if k == 0 else f'attempt-{k}'}.*")
-        _keep_attempt(st, tool, done, xml, kept[-1][len(f"sanitizer/{tool}."):-2], why)
+        name = "scoped" if k == 0 else f"attempt-{k}"
+        kept.append(f"sanitizer/{tool}.{name}.*")
+        _keep_attempt(st, tool, done, xml, name, why)
         st.progress(f"sanitizer {tool}: {why}; once more {label}")
         argv, done, failure = _sanitizer_run(st, sanitizer, tool, args, xml, limit)
         if failure is None and not done.timed_out:
@@ -540,7 +541,7 @@ def _sanitize(st: _State, con, sanitizer: str, judge: Judge) -> str:
                 note = failure
                 st.problems.append(f"compute-sanitizer --tool {tool} {note} (a tool failure, not a finding, under "
                                    f"every form tried); run it by hand on one kernel to see which evidence it can "
-                                   f"give: {shlex.join([*argv[:3], *scoped, '--launch-count', '1', '--', *st.argv])}; "
+                                   f"give: {shlex.join([*argv[:3], *scope.sanitizer_args(1), '--', *st.argv])}; "
                                    f"or collect with --tools "
                                    f"{','.join(t for t in st.opts.tools if t != tool) or 'memcheck'} and "
                                    "--allow-unverified")

@@ -241,8 +241,7 @@ class SanitizerScope:
                           named + [a for sub in LIBRARY_FILTERS for a in ("--kernel-name", f"kns={sub}")]))
         forms.append(("without the filter", []))  # every launch: a launch count would count others' launches
         if self.mode is ScopeMode.USER and launch_count != 1:
-            forms.append(("on one launch of the filtered kernels",
-                          [a for k in self.kernels for a in ("--kernel-name", f"kne={k}")] + ["--launch-count", "1"]))
+            forms.append(("on one launch of the filtered kernels", self.sanitizer_args(1)))
         return forms
 
     def describe(self) -> str | None:
