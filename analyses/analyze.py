@@ -166,17 +166,18 @@ def group_identical(analyses: Iterable[KernelAnalysis]) -> list[tuple[KernelAnal
     return [(g[0], tuple(g[1:])) for g in groups.values()]
 
 
+def unmet_line(launch_id: int, name: str, findings: Iterable[Finding]) -> str | None:
+    """'launch 3 (gemm_ffma): tma' when a launch does not meet the user's --expect
+    (missing-specialized-instructions' `unmet_expect`), else None. An expectation the
+    report cannot check (no instruction data) is not unmet."""
+    unmet = [u for f in findings if f.id == "missing-specialized-instructions" for u in f.evidence.get("unmet_expect")
+             or ()]
+    return f"launch {launch_id} ({name}): {', '.join(map(str, unmet))}" if unmet else None
+
+
 def unmet_expectations(analyses: Iterable[KernelAnalysis]) -> list[str]:
-    """One line per launch that does not meet the user's --expect (missing-specialized-
-    instructions' `unmet_expect`): 'launch 3 (gemm_ffma): tma'. An expectation the report
-    cannot check (no instruction data) is not unmet."""
-    out = []
-    for a in analyses:
-        for f in a.findings:
-            unmet = f.evidence.get("unmet_expect") if f.id == "missing-specialized-instructions" else None
-            if unmet:
-                out.append(f"launch {a.summary.launch_id} ({a.summary.name}): {', '.join(map(str, unmet))}")
-    return out
+    """`unmet_line` of every launch that has one."""
+    return [line for a in analyses if (line := unmet_line(a.summary.launch_id, a.summary.name, a.findings))]
 
 
 def prepare(con: duckdb.DuckDBPyConnection) -> None:

@@ -29,7 +29,7 @@ from typing import Callable, Sequence
 
 import duckdb
 
-from wsperf.analyses.analyze import prepare
+from wsperf.analyses.analyze import prepare, unmet_line
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.analyses.config import AnalysisConfig
 from wsperf.analyses.evidence import gather
@@ -516,9 +516,8 @@ def _verdicts(con: duckdb.DuckDBPyConnection, pairs: list[_Pair],
     """Each pair's verdict changes, and the candidate's unmet expectations."""
     ids = sorted({lid for b, c, _ in pairs for lid in (*b.launch_ids, *c.launch_ids)})
     found = evaluate(con, ids, expect=config.expect, thresholds=config.thresholds)
-    unmet = tuple(f"launch {lid} ({c.function}): {', '.join(map(str, f.evidence['unmet_expect']))}"
-                  for _, c, _ in pairs for lid in c.launch_ids for f in found[lid].findings
-                  if f.id == "missing-specialized-instructions" and f.evidence.get("unmet_expect"))
+    unmet = tuple(line for _, c, _ in pairs for lid in c.launch_ids
+                  if (line := unmet_line(lid, c.function, found[lid].findings)))
     out = []
     for b, c, _ in pairs:
         changes = []

@@ -9,10 +9,10 @@ from typing import Optional
 
 import typer
 
+from wsperf.analyses.analyze import unmet_expectations
 from wsperf.analyses.static import inspect as run_inspect
 from wsperf.analyses.sql import check_kernel_regex
 from wsperf.cli import render
-from wsperf.analyses.analyze import unmet_expectations
 from wsperf.cli.common import emit, error_boundary, expectation_gate
 from wsperf.collectors.store import open_store
 from wsperf.cli.render import OutputFormat as Format
