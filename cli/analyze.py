@@ -83,7 +83,6 @@ def analyze(
         con = open_store(db, lock_timeout=lock_timeout)
         run = begin_run(con, db, label, tag, commit, branch, reports)
         evidence = gather(con, reports, sanitizer, source)
-        _warn_unrelated(evidence)
         gate = handoff(evidence, fmt, allow_unverified)
         if write_report and evidence.bundle is None:
             raise InputError("--write-report needs a bundle directory written by `wsperf collect`")
@@ -98,11 +97,13 @@ def analyze(
                 no_profile(fmt, gate)
             if write_report:
                 err.print(render.plain(f"wsperf analyze: wrote {write_bundle_report(evidence.bundle, evidence, gate, None)}"))
+            _warn_unrelated(evidence)  # the reports were not loaded: a scratch store reads their names
             raise typer.Exit(gate.code)
         reports = list(evidence.reports)
         # The metrics' units only go into a store that outlives the command (--db): this
         # command's output never shows them (prestart.needs_units guesses the same).
         ids = load_run(con, run, reports, partial(load_with_progress, units=db is not None))
+        _warn_unrelated(evidence, con, ids)
         results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds, launch_ids=ids)
         if evidence.bundle is not None:
             results = longest_first(results)  # a repro's many kernels: the ones that matter lead
@@ -135,25 +136,30 @@ def analyze(
         raise typer.Exit(unmet)
 
 
-def _warn_unrelated(evidence) -> None:  # type: ignore[no-untyped-def]
+def _warn_unrelated(evidence, con=None, ids: list[int] | None = None) -> None:  # type: ignore[no-untyped-def]
     """A warning when sanitizer files given with --sanitizer name only kernels that no
     report given beside them holds: likely another program's run (a synccheck XML of one
     kernel beside another kernel's report stopped with exit 3 and said nothing of it). The
-    reports' kernel names are read into a scratch store; a bundle's files belong together
-    and are not checked."""
+    reports' kernel names are their launches `ids` in `con` once loaded; without `con`
+    (a stop: nothing was loaded) a scratch store reads them. A bundle's files belong
+    together and are not checked."""
     if evidence.bundle is not None or not evidence.reports:
         return
     named = {f.kernel for _, o in evidence.sanitizer for f in o.findings if f.kernel}
     if not named:
         return
-    scratch = open_store(None)
-    try:
+    query = "SELECT DISTINCT kernel_function, kernel_mangled, kernel_demangled FROM launches"
+    if con is not None:
+        rows = con.execute(query + " WHERE list_contains($ids, launch_id)", {"ids": ids or []}).fetchall()
+    else:
         from wsperf.collectors.ncu import load_reports
 
-        load_reports(scratch, list(evidence.reports))
-        rows = scratch.execute("SELECT DISTINCT kernel_function, kernel_mangled, kernel_demangled FROM launches").fetchall()
-    finally:
-        scratch.close()
+        scratch = open_store(None)
+        try:
+            load_reports(scratch, list(evidence.reports))
+            rows = scratch.execute(query).fetchall()
+        finally:
+            scratch.close()
     have = {n for r in rows for n in r if n}
     if any(k in have or any(k in d for d in have) for k in named):
         return

@@ -27,6 +27,13 @@ def test_a_sanitizer_file_of_another_kernel_is_said_so():
     same = wsperf("analyze", REPORTS / "ws_stream_healthy.ncu-rep", "--sanitizer",
                   ROOT / "fixtures" / "evidence" / "release_warp_synced" / "sanitizer" / "racecheck.xml")
     assert same.returncode == 3 and not _warnings(same.stderr)
+    # with verdicts (the findings are cuBLAS's and cuDNN's, listed, not judged): the names
+    # are read from the launches loaded for them
+    listed = wsperf("analyze", REPORTS / "gemm_ffma.ncu-rep", "--sanitizer",
+                    ROOT / "fixtures" / "evidence" / "torch_vendor4096" / "sanitizer" / "racecheck.xml")
+    assert listed.returncode == 0
+    (w,) = _warnings(listed.stderr)
+    assert "nvjet_sm90" in w and "(gemm_ffma)" in w
 
 
 def test_a_timeline_from_another_gpu_is_said_so():
