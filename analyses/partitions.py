@@ -160,6 +160,59 @@ def constant_move(op: _Op) -> bool:
     return bool(_FMA.match(op.op)) and len(op.args) >= 4 and any(_ZERO.match(t) for t in op.args[1:3])
 
 
+_TMEM_REGS = re.compile(r"\.x(\d+)")
+
+
+def _reg_range(op: _Op, arg: str) -> range:
+    """The registers a tensor-memory load or store moves: `LDTM.x64 R4, ...` is R4..R67."""
+    m = re.match(r"R(\d+)", arg.strip())
+    if not m:
+        return range(0)
+    n = _TMEM_REGS.search(op.op)
+    return range(int(m.group(1)), int(m.group(1)) + (int(n.group(1)) if n else 1))
+
+
+def _rescales_tmem(ops: list[_Op]) -> bool:
+    """The partition reads tensor memory, multiplies what it read and writes the products
+    back (attention's correction: O times alpha, in place), traced through the registers in
+    code order. A tcgen05.st of values no LDTM gave (Triton's epilogue zeroing its
+    accumulator) is not a rescale."""
+    loaded: set[int] = set()
+    scaled: set[int] = set()
+    for o in ops:
+        if o.op.startswith("LDTM") and o.args:
+            loaded.update(_reg_range(o, o.args[0]))
+        elif re.match(r"^(FMUL|FFMA)\b", o.op) and len(o.args) >= 3:
+            srcs = {int(m) for a in o.args[1:] for m in re.findall(r"\bR(\d+)", a)}
+            d = re.match(r"R(\d+)", o.args[0].strip())
+            if d and srcs & loaded:
+                scaled.add(int(d.group(1)))
+        elif o.op.startswith("STTM") and len(o.args) >= 2 and scaled.intersection(_reg_range(o, o.args[1])):
+            return True
+    return False
+
+
+ROW_REDUCTION = 16  # selects chained through one register from which a partition reduces rows (a softmax's maximum)
+
+
+def _select_chain(ops: list[_Op]) -> int:
+    """The longest chain of compare-and-select (FSEL) or FMNMX results each fed to the next:
+    a row maximum reduced one value at a time (CuTe writes `max` as FSETP + FSEL into one
+    register). A clamp or GELU's range handling selects per element: chains of one or two."""
+    chain: dict[str, int] = {}
+    best = 0
+    for o in ops:
+        if not re.match(r"^(FSEL|FMNMX)\b", o.op) or len(o.args) < 3:
+            if o.args and re.match(r"R\d+$", o.args[0].strip()):
+                chain.pop(o.args[0].strip(), None)  # the register written by something else
+            continue
+        d = o.args[0].strip()
+        n = 1 + max((chain.get(a.strip().split(".")[0], 0) for a in o.args[1:3]), default=0)
+        chain[d] = n
+        best = max(best, n)
+    return best
+
+
 def _job(ops: list[_Op]) -> tuple[str, str]:
     """(partition name, job) from the opcodes a partition's own blocks issue."""
     names = [o.op for o in ops]
@@ -179,9 +232,15 @@ def _job(ops: list[_Op]) -> tuple[str, str]:
     ex2 = sum(n.startswith("MUFU.EX2") for n in names)
     # a softmax that also stores the final output (attention's default warps) keeps the name:
     # its row maxima (FMNMX) tell it from an epilogue's activation (SiLU, GELU: no maximum)
-    # (a compare-and-select maximum, FSETP + FSEL, is not counted: GELU's and SwiGLU's range
-    # handling has as many of them)
-    softmax_rows = not mma and ex2 >= SOFTMAX_EX2 and sum(n.startswith("FMNMX") for n in names) >= 4
+    # (a compare-and-select maximum, FSETP + FSEL, counts only as a chain through one
+    # register: GELU's and SwiGLU's range handling has as many selects, each on its own value)
+    softmax_rows = not mma and ex2 >= SOFTMAX_EX2 and (sum(n.startswith("FMNMX") for n in names) >= 4
+                                                       or _select_chain(ops) >= ROW_REDUCTION)
+    if not mma and ex2 < SOFTMAX_EX2 and len(tmem) == 2 and _rescales_tmem(ops):
+        # the correction, though it also stores the final O / l at the end: the accumulator
+        # rescaled in place is no epilogue's work
+        return "correction", ", ".join(["rescales tensor memory (correction)"] + [
+            j for j in stores if j not in tmem])
     if not mma and not softmax_rows and "TMA load" not in loads and has(r"^LDTM") and \
             any(j in stores for j in ("TMA store", "global stores")):
         # an epilogue: the accumulator loaded from tensor memory, its math elementwise (bias,

@@ -100,6 +100,29 @@ def _stores_out(o: str) -> bool:
     return o.startswith("st.global") or (o.startswith("cp.async.bulk") and ".global.shared" in o)
 
 
+_REGS = re.compile(r"%[\w.]+")
+
+
+def _rescales_tmem(stmts: list) -> bool:
+    """The role reads tensor memory, multiplies what it read and writes the products back
+    (attention's correction: O times alpha, in place), traced through the registers. A
+    tcgen05.st of values that no tcgen05.ld gave (Triton's epilogue zeroing its accumulator
+    before the MMAs) is not a rescale."""
+    loaded: set[str] = set()
+    scaled: set[str] = set()
+    for s in stmts:
+        if not s.operands:
+            continue
+        if s.opcode.startswith("tcgen05.ld"):
+            loaded.update(_REGS.findall(s.operands[0]))
+        elif s.opcode.startswith("mul.") and ".f32" in s.opcode and len(s.operands) >= 3 and \
+                any(r in loaded for o in s.operands[1:] for r in _REGS.findall(o)):
+            scaled.add(s.operands[0].strip())
+        elif s.opcode.startswith("tcgen05.st") and any(r in scaled for r in _REGS.findall(s.operands[-1])):
+            return True
+    return False
+
+
 def _jobs(ops: list[str]) -> list[str]:
     out: list[str] = []
     for rx, job in _JOBS:
@@ -187,14 +210,15 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         # sub-branch of these warps that stores counts
         to_global = any(_stores_out(stmts[i].opcode) for i in idx) or any(
             w2 and w2 < ws and any(_stores_out(stmts[i].opcode) for i in ix) for w2, ix in groups.items())
+        # (a correction may also store the final O / l at the end: its in-place rescale decides)
         attn = None if mma else "softmax" if ex2 >= SOFTMAX_EX2 else \
-            "correction" if tmem_rw and not to_global and any(o.startswith(("mul.f32", "mul.rn.f32", "mul.ftz.f32"))
-                                                               for o in ops) else None
+            "correction" if tmem_rw and (_rescales_tmem([stmts[i] for i in idx]) or not to_global and any(
+                o.startswith(("mul.f32", "mul.rn.f32", "mul.ftz.f32")) for o in ops)) else None
         # what stores a result out (to global memory, or by TMA from shared) after reading the
         # accumulator, with no MMA and no TMA load of its own, is the epilogue, whatever else
         # it reads or computes on the way: a bias (ld.global, Triton's cp.async prefetch of
         # it), an activation (the exp2 of a sigmoid or GELU)
-        epilogue = not mma and to_global and any(o.startswith("tcgen05.ld") or (
+        epilogue = attn != "correction" and not mma and to_global and any(o.startswith("tcgen05.ld") or (
             o.startswith("cp.async.bulk") and ".global.shared" in o) for o in ops) and not any(
             o.startswith("cp.async.bulk") and _PRODUCER.match(o) for o in ops)
         # Cluster Launch Control: the warp that asks for the next tile (try_cancel) and hands
