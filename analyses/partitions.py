@@ -510,6 +510,12 @@ class _Walk:
         parts = name.split(".")
         cmp = next((p for p in parts if p in _CMP), None)
         x, y, c = self._val(st, a[2]), self._val(st, a[3]), self._val(st, a[4])
+        if cmp is not None and (x is None or y is None) and c is not None and \
+                a[4].lstrip("!") not in ("PT", "UPT") and ("OR" in parts or "AND" in parts):
+            # the compare is not a warp test (CuTe's `warp == 4 and tile < n` as `P1 = warp != 4;
+            # P0 = tile >= n || P1`) and the predicate it combines with is known: the warp test
+            # decides, as the other way round below
+            return c
         if cmp is None or x is None or y is None:
             return None
         f = _CMP[cmp]
