@@ -49,8 +49,33 @@ class _Kernel:
         self._table_version: dict[str, dict[int, int]] | None = None  # a later version, while a dispatch reads it
         self.table_reads: set[int] = set()
         self.rank: int | None = None  # %cluster_ctarank while worksheet._rank_mask_arrivals reads a mask
+        self._rank_branches: list[tuple[int, int, int]] | None = None
         self._blocks()
         self._populations()
+
+    def reads_rank(self, op: str, depth: int = 0, seen: set[str] | None = None) -> bool:
+        """`op` is computed, at any depth, from the CTA's place in its cluster
+        (%cluster_ctarank, %cluster_ctaid): it may differ between the CTAs of one cluster."""
+        op = op.strip().lstrip("!")
+        if op.startswith(("%cluster_ctarank", "%cluster_ctaid")):
+            return True
+        seen = set() if seen is None else seen
+        if depth > 40 or op in seen or not op.startswith("%"):
+            return False
+        seen.add(op)
+        return any(self.reads_rank(o2, depth + 1, seen) for d in self.defs.get(op, ())
+                   for o in d.operands[1:] for o2 in re.findall(r"%[\w.]+", o))
+
+    def rank_guarded(self, i: int) -> bool:
+        """Whether statement i runs on one side only of a branch that depends on the CTA's
+        rank in its cluster (a leader-only commit): the CTAs of one cluster may differ in
+        whether they run it. A rank branch whose two sides both reach it again (a join
+        before it, a loop around both) does not guard it."""
+        if self._rank_branches is None:
+            self._rank_branches = [(b, tb, fb) for b, st, tb, fb in self.cond_branches
+                                   if st.guard and self.reads_rank(st.guard)]
+        at = self.block_of[i]
+        return any((at in self.reach(tb, {b})) != (at in self.reach(fb, {b})) for b, tb, fb in self._rank_branches)
 
     # ---- values derived from %tid.x ----
     def value(self, op: str, depth: int = 0) -> Fn | None:

@@ -281,8 +281,14 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                                     if a.arrivals}))
             lines = ", ".join(sorted({_where(a.site) for a in b.arrivers if a.arrivals})[:6])
             # a multicast commit's arrivals rest on the cluster shape when the PTX does not declare it
+            # (when the count is exceeded and no branch on the CTA's rank guards the commit, every
+            # CTA of a constant mask runs it: the mask's CTAs are the fewest arrivals a larger
+            # cluster could give, so the excess is evidence whatever the cluster's shape)
             multicast = k.e.cluster is None and any(".multicast" in a.site.instruction and a.arrivals
                                                     for a in b.arrivers)
+            least = multicast and total > count and all(
+                _constant_mask(k, a) for a in b.arrivers if ".multicast" in a.site.instruction and a.arrivals)
+            multicast = multicast and not least
             # a pattern that arrives once, outside every loop, beside patterns that arrive in a
             # loop: a one-time handoff (Triton's arrive after the specialized region) that may
             # take a phase of its own rather than add to the loop's
@@ -295,10 +301,23 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
             basis = Basis.ASSUMPTION if partial_elect or (stray and total < count) or multicast or once or turns \
                 else Basis.EVIDENCE
             out.append(Flag(2, FLAG_NAMES[2], f"{b.name}: mbarrier.init count {count} (line {b.inits[0][0].line}) but "
-                            f"{total} arrival(s) per phase ({who}; {lines}): a phase "
+                            + ("at least " if least else "") + f"{total} arrival(s) per phase ({who}; {lines}"
+                            + ("; the CTAs of its constant mask, each of which runs it: a larger cluster adds more"
+                               if least else "") + "): a phase "
                             + ("never completes (deadlock)" if total < count else "completes early")
                             + f"; init with {total}", basis, b.inits[0][0].line))
     return out
+
+
+def _constant_mask(k: _Kernel, a: Arrive) -> bool:
+    """A multicast tcgen05.commit of one CTA group whose ctaMask is a constant, which every
+    CTA runs (no branch on the CTA's rank in its cluster decides it)."""
+    i = next((j for j, x in enumerate(k.stmts) if x.line == a.site.line and x.via == a.site.via
+              and x.opcode.startswith("tcgen05.commit")), None)
+    if i is None or ".cta_group::2" in k.stmts[i].opcode or len(k.stmts[i].operands) < 2:
+        return False
+    c = k.value(k.stmts[i].operands[1])
+    return c is not None and c(0) is not None and not k.reads_rank(k.stmts[i].operands[1]) and not k.rank_guarded(i)
 
 
 def _slot_arrivals(b: Barrier, pops: dict) -> tuple[dict[int, int], dict[tuple, set[int]]] | None:

@@ -149,12 +149,28 @@ PLANTED = [
     _xfail("h4_attn_kstages", 2, (D + "48", "count 1"),
            reason="flags 2 and 7 on one ring +{16,...,64}: the MMA's K state wrapping at 3 on the 2-stage ring "
                   "merges k_full, k_empty and v_full; the stray commit on v_full[0] (+48) is not named"),
-    _xfail("h4_mc2p_emptycnt", 2, (D + "{16,24}", "count 1", "2 arrival(s) per phase"),
-           reason="flag 2 on empty +{16,24} is raised as an assumption only: the multicast commit's arrival on "
-                  "the peer CTA's barrier is not counted as evidence"),
+    # the multicast commit's constant mask 0b11, which every CTA runs: at least 2 arrive-ons a
+    # phase on each CTA's empty[s], whatever the cluster's shape (a launch attribute)
+    _case("h4_mc2p_emptycnt", 2, (D + "{16,24}", "count 1", "at least 2 arrival(s) per phase")),
     _xfail("tirx_2p_btx", 8, (S + "{98304,98312,98320}", "expects 8192"),
            reason="not flagged: the copied bytes are in the tensor maps, so expect_tx is listed as not checked"),
 ]
+
+def test_a_multicast_commit_that_one_rank_runs_is_no_evidence_of_a_count(tmp_path):
+    """The other side of h4_mc2p_emptycnt: its commit guarded by a branch on the CTA's rank
+    in its cluster (only even ranks commit, to both CTAs: one arrive-on a phase each, which
+    count 1 matches). Every CTA no longer runs it, so the mask's CTA count is no lower bound
+    and flag 2, if raised, is not evidence."""
+    text = (PTX / "h4_mc2p_emptycnt.ptx").read_text()
+    commit = "\t@%p45 bra \t$L__BB0_44;\n"
+    assert text.count(commit) == 1
+    text = text.replace(commit, commit + "\tand.b32 \t%r900, %r7, 1;\n\tsetp.ne.b32 \t%p900, %r900, 0;\n"
+                                         "\t@%p900 bra \t$L__BB0_44;\n")
+    f = tmp_path / "h4_mc2p_emptycnt_rank0.ptx"
+    f.write_text(text)
+    (k,) = worksheet([f]).kernels
+    assert [f.code for f in k.flags] == [2] and _evidence(k) == [], k.flags
+
 
 # A missing fence.proxy.async before an async-proxy reader: flag 5 is the only flag. Where the
 # sheet does not resolve the reader's operand to the stored bytes it is an assumption that says
