@@ -1010,7 +1010,10 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
         # a stage its arrivers store with st.shared before they arrive (PipelineAsync): read
         # there only where the addresses read and stored are decided and meet
         stored = _stage_stores(k, b) if not smem and not tmem and p is not None else None
-        if not smem and not tmem and not stored:
+        # tensor memory its plain arrivers write (tcgen05.st) before they arrive: attention's
+        # correction rescales O in place, then lets the MMA warp accumulate into it
+        tstored = _tmem_stores(k, b) if not smem and not tmem else set()
+        if not smem and not tmem and not stored and not tstored:
             continue
 
         def reads(x: int) -> bool:
@@ -1022,28 +1025,141 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
                 return False  # a value stored at that one address (Triton's captured arguments), not a stage
             if smem and _READS_SMEM.match(o) or tmem and _READS_TMEM.match(o):
                 return True
+            if tstored and o.startswith(("tcgen05.mma", "tcgen05.ld", "tcgen05.st", "tcgen05.cp")) and \
+                    stmts[x].operands and _tmem_slots(k, _tmem_operand(stmts[x])) & tstored:
+                return True
             if not stored or not o.startswith(("ld.shared", "ldmatrix")) or not stmts[x].operands:
                 return False
             v = k.thread_vals(stmts[x].operands[-1], k.threads(x) & p)  # type: ignore[operator]
             return v is not None and v[1] is not None and any(
                 sym == v[0] and offs & v[1] for sym, offs in stored)
         # the waiting thread's code up to its next wait (on any barrier, by any thread)
-        read = next((x for x in _after(k, i, p, any_wait=True) if reads(x)), None)
+        # (past the waits on barriers that nothing the arrivers signal can reach: a tensor-memory
+        # store's race runs on through the MMA warp's wait for its next K/V stage)
+        past = _unordered_waits(k, barriers, b, waits) if tstored else set()
+        read = next((x for x in _after(k, i, p, any_wait=True, past=past) if reads(x)), None)
         if read is None:
             continue
         done.add(bn)
         r = stmts[read]
         what = "the stage its copies fill" if smem and _READS_SMEM.match(r.opcode) else \
             "the accumulator its tcgen05.commit publishes" if tmem and _READS_TMEM.match(r.opcode) else \
+            "tensor memory its arrivers write with tcgen05.st before they arrive (the same tensor-memory " \
+            "address, loaded from one shared slot)" if tstored and r.opcode.startswith("tcgen05") else \
             "shared memory its arrivers store before they arrive (the addresses meet)"
         feeders = sorted({f"{a.kind} by {a.site.role} at line {a.site.line}" for a in b.arrivers})[:3]
         out.append(Flag(10, FLAG_NAMES[10], f"{w.site.role} waits on {b.name} for parity 1 on its first trip "
                         f"(line {w.site.line}, parity {w.parity}): a fresh barrier is in phase 0, so the wait "
                         f"passes at once, and it then reads {what} ({r.opcode}, line {r.line}) before any "
-                        f"arrival ({'; '.join(feeders)}) has completed the phase: a race on unwritten data. "
-                        "The role that consumes a barrier's phase waits for parity 0 first (phase starts at 0); "
+                        f"arrival ({'; '.join(feeders)}) has completed the phase: "
+                        + ("a race with that write. " if what.startswith("tensor memory") else "a race on unwritten data. ")
+                        + "The role that consumes a barrier's phase waits for parity 0 first (phase starts at 0); "
                         "only the role that fills a stage first waits with phase ^ 1",
                         Basis.EVIDENCE if k.threads(read) is not None else Basis.ASSUMPTION, w.site.line))
+    return out
+
+
+def _tmem_operand(s: Stmt) -> str:
+    """The tensor-memory address a tcgen05 instruction names: the destination of an MMA or a
+    store (`[%r + 0]` first), the source of a load (its last operand)."""
+    ops = [o for o in s.operands if o.strip().startswith("[")]
+    if not ops:
+        return ""
+    return (ops[-1] if s.opcode.startswith("tcgen05.ld") else ops[0]).strip("[] ").split("+")[0].strip()
+
+
+def _tmem_slots(k: _Kernel, op: str, depth: int = 0) -> set[tuple[str | None, int]]:
+    """The shared slots (symbol, offset) a tensor-memory address is loaded from, followed back
+    through mov / add / or / and (Gluon keeps each tensor-memory buffer's address in a shared
+    slot: O's, S's; a lane's row is added to it). Empty when none is found."""
+    op = op.strip()
+    ds = k.defs.get(op)
+    if depth > 12 or not ds or len(ds) != 1:
+        return set()
+    d = ds[0]
+    if d.opcode.startswith("ld.shared") and d.operands:
+        v = k.vals(d.operands[-1])
+        return {(v[0], next(iter(v[1])))} if v is not None and v[1] is not None and len(v[1]) == 1 else set()
+    if d.opcode.split(".")[0] in ("mov", "add", "or", "and", "cvt") and len(d.operands) >= 2:
+        out: set[tuple[str | None, int]] = set()
+        for o in d.operands[1:]:
+            if o.strip().startswith("%"):
+                out |= _tmem_slots(k, o, depth + 1)
+        return out
+    return set()
+
+
+def _tmem_stores(k: _Kernel, b: Barrier) -> set[tuple[str | None, int]]:
+    """The shared slots of the tensor-memory addresses the plain arrivers of `b` write with
+    tcgen05.st before they arrive: each arrive's own threads, back from it along every path
+    of the control flow (a loop's body may be laid out after its head) to their wait before it."""
+    out: set[tuple[str | None, int]] = set()
+    ends = [k.starts[x + 1] if x + 1 < len(k.starts) else len(k.stmts) for x in range(len(k.starts))]
+    preds = k.preds()
+    for a in b.arrivers:
+        if a.kind != "arrive":
+            continue
+        i = k.stmt_of(a.site)
+        if i is None:
+            continue
+        p = k.threads(i)
+        seen: set[int] = set()
+        todo = [(i - 1, k.block_of[i])]
+        while todo:
+            x, bb = todo.pop()
+            stop = False
+            while x >= k.starts[bb]:
+                st = k.stmts[x]
+                q = k.threads(x)
+                if q is None or p is None or q & p:
+                    if st.opcode.startswith(_WAIT):
+                        stop = True
+                        break
+                    if st.opcode.startswith("tcgen05.st") and st.operands:
+                        out |= _tmem_slots(k, _tmem_operand(st))
+                x -= 1
+            if stop:
+                continue
+            for pb in preds[bb]:
+                if pb not in seen:
+                    seen.add(pb)
+                    todo.append((ends[pb] - 1, pb))
+    return out
+
+
+def _unordered_waits(k: _Kernel, barriers: tuple[Barrier, ...], b: Barrier, waits: list) -> set[int]:
+    """The statements of waits on barriers whose first phase nothing the arrivers of `b` do can
+    precede: no arriver of theirs is one of b's roles, nor waits, on its first trip, for a phase
+    (parity 0; a wait for parity 1 passes on the fresh barrier and orders nothing) of a
+    barrier that (at any depth) one of b's roles arrives on. Such a wait orders nothing
+    against b's arrivers' first-trip work. `waits`: flag 7's first trips."""
+    roles = {a.site.role for a in b.arrivers}
+    # the roles whose work may precede the first phase of each barrier, to a fixed point; a
+    # first-trip parity not decided counts as a wait that blocks
+    before = {n: {a.site.role for a in x.arrivers} for n, x in enumerate(barriers)}
+    free = {(bn, i) for bn, i, _, parity, _ in waits if parity == 1}
+    waits_of: dict[str, set[int]] = {}
+    for n, x in enumerate(barriers):
+        for w in x.waiters:
+            if (n, k.stmt_of(w.site)) not in free:
+                waits_of.setdefault(w.site.role, set()).add(n)
+    changed = True
+    while changed:
+        changed = False
+        for n, x in enumerate(barriers):
+            for a in x.arrivers:
+                for m in waits_of.get(a.site.role, ()):
+                    if not before[m] <= before[n]:
+                        before[n] |= before[m]
+                        changed = True
+    out: set[int] = set()
+    for n, x in enumerate(barriers):
+        if x is b or before[n] & roles:
+            continue
+        for w in x.waiters:
+            j = k.stmt_of(w.site)
+            if j is not None:
+                out.add(j)
     return out
 
 
@@ -1582,14 +1698,15 @@ _FILLS = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.shared::\w+\.global|cp\
 
 
 def _after(k: _Kernel, i: int, threads: frozenset | None, stop_at_wait: bool = True, trip: bool = False,
-           any_wait: bool = False) -> list[int]:
+           any_wait: bool = False, past: set[int] | None = None) -> list[int]:
     """The statements the threads of statement i run after it (None: every thread's), up to
     their next mbarrier wait (on any barrier; with `any_wait`, a wait any thread runs),
     along every path, in the order a depth-first walk meets them; each block once. With
     `trip`, only the rest of the loop trip i is in: forward edges inside its loop (not
     around it to the next trip, where a stage fetched ahead, CUTLASS's try-wait token, is
-    another stage)."""
+    another stage). Waits in `past` do not end it (they order nothing against what is asked)."""
     stmts = k.stmts
+    past = past or set()
     body = k.work_loop(i) if trip else set()
     ends = [k.starts[b + 1] if b + 1 < len(k.starts) else len(stmts) for b in range(len(k.starts))]
     out: list[int] = []
@@ -1599,13 +1716,13 @@ def _after(k: _Kernel, i: int, threads: frozenset | None, stop_at_wait: bool = T
         j, bb = todo.pop()
         stop = False
         for x in range(j, ends[bb]):
-            if any_wait and stop_at_wait and stmts[x].opcode.startswith(_WAIT):
+            if any_wait and stop_at_wait and stmts[x].opcode.startswith(_WAIT) and x not in past:
                 stop = True
                 break
             q = k.threads(x)
             if q is not None and threads is not None and not (q & threads):
                 continue
-            if stop_at_wait and stmts[x].opcode.startswith(_WAIT):
+            if stop_at_wait and stmts[x].opcode.startswith(_WAIT) and x not in past:
                 stop = True
                 break
             out.append(x)

@@ -126,9 +126,11 @@ PLANTED = [
     # producer B's state has 2 stages on the 3-stage ring: full[2] gets producer A's arrive only
     _case("tirx_2p_bstages", 2, (S + "98320 get(s) 1", "reach only +{98304,98312}", "producer (warp 3)")),
     # --- still decided wrongly ---
-    _xfail("g_attn_corr_ph", 10, (G + "83056", "consumer (warp 11)", "parity 1"),
-           reason="not flagged: the MMA warp waits o_corr (+83056) with parity (i&1)^1, so its first wait passes "
-                  "on the fresh barrier and from trip 1 on PV accumulates into O while the correction rescales it"),
+    # the MMA warp waits o_corr (+83056) with parity (i&1)^1: its first wait passes on the fresh
+    # barrier and its PV MMA accumulates into O (the tensor-memory address loaded from the
+    # shared slot +65536) while the correction rescales O there with tcgen05.st; its wait for
+    # the V stage between the two orders nothing against the correction on the first trip
+    _case("g_attn_corr_ph", 10, (G + "83056", "consumer (warp 11)", "parity 1", "tcgen05.st", "line 1020")),
     _xfail("t_bscale_fp8_s3_w8_wrap4", 13, (G + "99384", "no mbarrier.init initializes it"),
            reason="flags 5 and 10 about the default warps' own barriers instead of flag 13: the MMA warp's wait "
                   "on ready[3] = +99384 (the counter wraps at 4 on a 3-ring), never initialized, is not seen"),
