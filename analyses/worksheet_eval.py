@@ -584,13 +584,20 @@ class _Kernel:
         evaluates them with `op` assumed to hold the values found so far, until they give
         nothing new (None when one is not a plain set of integers, or too many)."""
         busy, self._busy = self._busy, {op}
+        done: set[int] = set()
         try:
             for _ in range(_MAX_VALUES):
-                known = set(self._vals)
-                self._vals[op] = (None, cur)
-                nxt = [self._val_def(d, depth + 1) for d in updates]
-                for key in set(self._vals) - known:  # computed from an assumed `op`: dropped
-                    del self._vals[key]
+                # each value on its own: an update that steps `op` through several registers
+                # (CuTe's unrolled `advance()` steps, `i + 2` with a wrap tested on `i`) keeps the
+                # correlation between them, which the set as a whole would lose
+                nxt = []
+                for v in sorted(cur - done):
+                    known = set(self._vals)
+                    self._vals[op] = (None, frozenset({v}))
+                    nxt += [self._val_def(d, depth + 1) for d in updates]
+                    for key in set(self._vals) - known:  # computed from an assumed `op`: dropped
+                        del self._vals[key]
+                done |= cur
                 if any(v is None or v[0] is not None or v[1] is None for v in nxt):
                     return None
                 new = cur.union(*(v[1] for v in nxt))  # type: ignore[index]
@@ -693,6 +700,9 @@ class _Kernel:
             # one broadcast
             return self.vals(ops[0], depth)
         if base == "selp" and len(ops) == 3:
+            held = self._decided_pred(ops[2], depth)
+            if held is not None:  # the predicate is decided: only its arm is taken
+                return self._chosen(ops, held, depth)
             arms = [self._chosen(ops, pick, depth) for pick in (True, False)]
             return _union([a for a in arms if a is None or a[1] != frozenset()]) or None
         if base in ("neg", "not") and len(ops) == 1:
@@ -755,6 +765,24 @@ class _Kernel:
              "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y, "min": min, "max": max,
              "rem": lambda x, y: x % y if y else 0, "div": lambda x, y: x // y if y else 0}.get(base)
         return _combine(None, a[1], b[1], f) if f else None
+
+    def _decided_pred(self, p: str, depth: int) -> bool | None:
+        """True or False where `setp.<cmp> p, a, b` gives one answer for every pair of the
+        values a and b can take (plain integers, not addresses); None otherwise."""
+        flag = self.defs.get(p.strip(), [])
+        if len(flag) != 1 or flag[0].guard or len(flag[0].operands) != 3 or not flag[0].opcode.startswith("setp."):
+            return None
+        cmp = flag[0].opcode.split(".")[1]
+        f = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+             "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}.get(cmp)
+        if f is None:
+            return None
+        a, b = (self.vals(x, depth + 1) for x in flag[0].operands[1:])
+        if not a or not b or a[0] is not None or b[0] is not None or a[1] is None or b[1] is None or \
+                len(a[1]) * len(b[1]) > 64 or (cmp not in ("eq", "ne") and min(a[1] | b[1]) < 0):
+            return None
+        got = {f(x, y) for x in a[1] for y in b[1]}
+        return got.pop() if len(got) == 1 else None
 
     def _chosen(self, ops: list[str], pick: bool, depth: int) -> Val:
         """The values `selp a, b, p` takes from a (`pick`) or b. When p compares the other

@@ -122,6 +122,8 @@ def test_tmem_freed_early_silent_on_correct(name):
 PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "gluon_rings23_bphase.ptx",
                 "tirx_dualacc_mma_parity.ptx", "cute_tworegions_phase.ptx", "cutlass_pingpong_async_epiphase.ptx",
                 "gluon_unroll3_ph1.ptx", "tirx_p5_mma_parity.ptx",
+                # the MMA warp accumulates into O while the correction rescales it there
+                "g_attn_corr_ph.ptx",
                 # the MMA warp's counter wraps at 4 on 3 stages: starting at 2 with phase 1, its
                 # first trip does not wrap, so it really waits for parity 1 (on ready[3], which
                 # was never initialized: flag 13 is the design's cause, not found yet)
