@@ -273,6 +273,32 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
             # every site's barriers are decided and each barrier gets `count`: the group's sum
             # added arrivals that land on different barriers (MMA warp c commits acc_ready[c])
             continue
+        if both is not None and not any(a.turns > 1 for a in b.arrivers):
+            # every site's barriers are decided: name the barriers whose own arrivals differ
+            # (a state that wraps past its ring lands on the next array: h4_attn_kstages's
+            # MMA commits k_empty[2], which is v_full[0])
+            bad: dict[int, list[int]] = {}
+            for o, n in sorted(both[0].items()):
+                if n != count:
+                    bad.setdefault(n, []).append(o)
+            if {o for offs in bad.values() for o in offs} == set(b.slots):
+                bad = {}  # every barrier of the group is off: the group's own flag below says it
+            for n, offs in bad.items():
+                sym = b.name.split("+")[0]
+                name = f"{sym}+{offs[0]}" if len(offs) == 1 else f"{sym}+{{{','.join(map(str, offs))}}}"
+                whose = [a for a in b.arrivers if a.arrivals and set(a.slots) & set(offs)]
+                who = "; ".join(sorted({f"{a.kind} by {a.site.role}, {a.site.threads} thread(s) at "
+                                        f"{_where(a.site)} (on +{{{','.join(map(str, a.slots))}}})" for a in whose}))
+                out.append(Flag(2, FLAG_NAMES[2], f"{name}: mbarrier.init count {count} (line {b.inits[0][0].line}) "
+                                f"but {n} arrival(s) per phase ({who}): a phase "
+                                + ("never completes (deadlock)" if n < count else "completes early")
+                                + (f"; init with {n}" if len({a.site.role for a in whose}) < 2 or n < count else
+                                   "; an arrive lands on a barrier of another array: check the stage index's wrap"),
+                                Basis.ASSUMPTION if partial_elect or (stray and n < count) or any(
+                                    ".multicast" in a.site.instruction for a in whose) else Basis.EVIDENCE,
+                                b.inits[0][0].line))
+            if bad:
+                continue
         if total == count and (short := _short_slot(b, pops, count)) is not None:
             out.append(Flag(2, FLAG_NAMES[2], short, Basis.EVIDENCE, b.inits[0][0].line))
             continue
@@ -945,6 +971,11 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
         for w in waits:
             if w[1] in blocked and fired.get(w[0], 0) >= need.get(w[0], 1 << 62):
                 ps, ws_ = per_slot.get(w[0]), slot_of.get(w[1])
+                # a slot only the waiter's own later arrivals reach (a state that wraps past its
+                # ring onto another array) is not one its first trip waits on: a later trip's
+                ws_ = tuple(o for o in ws_ or () if not (feeds := [
+                    a for a in arrivals if a[0] == w[0] and o in (arr_slots.get(a[1]) or ())]) or not all(
+                    a[2] <= w[2] and dominated(w, a) for a in feeds)) if ws_ and len(ws_) > 1 else ws_
                 if ps is not None and ws_ and len(ws_) > 1 and all(
                         arr_slots.get(a[1]) for a in arrivals if a[0] == w[0]) and any(
                         ps.get(o, 0) < need[w[0]] for o in ws_):
