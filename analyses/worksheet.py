@@ -379,6 +379,7 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
             k.notes.append(Item("calls", f"line {c.line}: call to {c.callee} not followed ({c.why}): mbarrier "
                                 "operations inside it are missing from this sheet", Basis.ASSUMPTION))
 
+    k.runaway = _runaway_indices(k, barriers)
     flags += _flag_init_in_role(k, stmts, barriers)
     flags += _flag_per_trip(barriers)
     flags += _flag_counts(k, barriers)
@@ -528,6 +529,12 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
             lin = k.linear_vals(op)
             if lin is not None and lin[0] == sym and lin[1] and lin[1] <= keys.get(sym, set()):
                 c = [(sym, o) for o in sorted(lin[1])]
+            elif lin is not None and lin[0] == sym and lin[1] == offs and sym not in opaque and \
+                    _one_past(k, op, sorted(hit), sorted(set(offs) - set(hit))):
+                # one index, read as a linear form, walks the initialized ring and then one
+                # step past its end: a stage counter that wraps at STAGES + 1 lands on the
+                # word after the ring (flag 13 names it)
+                c = [(sym, o) for o in sorted(lin[1])]
             else:
                 undecided.setdefault(sym, []).append(stmts[i].line)
                 k.notes.append(Item("handoff.barrier", f"line {stmts[i].line}: address {op.strip('[] ')} takes "
@@ -616,8 +623,12 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         decided = sym is None or sym not in undecided
         sites = [s for s, _ in g["inits"]] + [a.site for a in g["arr"]] + [w.site for w in g["wait"]] + g["inval"]
         first = min(s.line for s in sites)
+        # the barriers of an initialized group that no init covers (only an address whose
+        # values are read exactly puts one there: flag 13)
+        stray = tuple(sorted(slots - keys.get(sym, set()))) if sym is not None and g["inits"] and decided and \
+            sym not in opaque else ()
         out.append((first, Barrier(name, tuple(g["inits"]), tuple(g["arr"]), tuple(g["wait"]), tuple(g["inval"]),
-                                   tuple(sorted(slots)), decided)))
+                                   tuple(sorted(slots)), decided, stray)))
     if self_rank:
         k.notes.append(Item("handoff.cluster", f"line(s) {', '.join(map(str, self_rank[:6]))}: arrive through mapa "
                             "on %cluster_ctarank, the CTA's own rank: counted as an arrive on its own barrier",
@@ -726,6 +737,34 @@ def _fold_sub_roles(kinds: dict[frozenset, tuple[str, int]], role_name: dict, ro
             drop.append(at)
     for at in sorted(drop, reverse=True):
         del roles[at]
+
+
+def _one_past(k: _Kernel, op: str, hit: list[int], extra: list[int]) -> bool:
+    """The address is one index times a stride plus a base, its values that are barriers a
+    run of that stride, and the one value that is not the next step after the run's end."""
+    form = k._linear(op.strip().strip("[]").strip(), 0)
+    if form is None or len([c for c in form[1].values() if c]) != 1 or len(extra) != 1 or len(hit) < 2:
+        return False
+    step = abs(next(c for c in form[1].values() if c))
+    return all(b - a == step for a, b in zip(hit, hit[1:])) and extra[0] == hit[-1] + step
+
+
+def _runaway_indices(k: _Kernel, barriers: tuple[Barrier, ...]) -> set[str]:
+    """The leaf registers (a stage counter) of the addresses that reach a barrier no init
+    covers, beside ones it does (Barrier.uninitialized): an index that runs past its ring."""
+    out: set[str] = set()
+    for b in barriers:
+        if not b.uninitialized:
+            continue
+        for site, slots in [(a.site, a.slots) for a in b.arrivers] + [(w.site, w.slots) for w in b.waiters]:
+            i = k.stmt_of(site)
+            if i is None or not set(slots) & set(b.uninitialized):
+                continue
+            addr = next((o for o in k.stmts[i].operands if o.strip().startswith("[")), None)
+            form = k._linear(addr.strip().strip("[]").strip(), 0) if addr else None
+            if form is not None:
+                out |= {r for r, c in form[1].items() if c}
+    return out
 
 
 def _flag_per_trip(barriers: tuple[Barrier, ...]) -> list[Flag]:

@@ -50,20 +50,27 @@ class _Kernel:
         self.table_reads: set[int] = set()
         self.rank: int | None = None  # %cluster_ctarank while worksheet._rank_mask_arrivals reads a mask
         self._rank_branches: list[tuple[int, int, int]] | None = None
+        # the index registers of barrier addresses that run past the barriers initialized (the
+        # sites flag 13 names): what other flags read through them is a consequence
+        self.runaway: set[str] = set()
         self._blocks()
         self._populations()
 
-    def reads_rank(self, op: str, depth: int = 0, seen: set[str] | None = None) -> bool:
+    def reads_rank(self, op: str) -> bool:
         """`op` is computed, at any depth, from the CTA's place in its cluster
         (%cluster_ctarank, %cluster_ctaid): it may differ between the CTAs of one cluster."""
-        op = op.strip().lstrip("!")
-        if op.startswith(("%cluster_ctarank", "%cluster_ctaid")):
+        return self.derives_from(op, lambda r: r.startswith(("%cluster_ctarank", "%cluster_ctaid")))
+
+    def derives_from(self, op: str, hit, depth: int = 0, seen: set[str] | None = None) -> bool:  # type: ignore[no-untyped-def]
+        """`op` is, or is computed at any depth from, a register for which `hit` holds."""
+        op = op.strip().lstrip("!").strip("[]").split("+")[0].strip()
+        if hit(op):
             return True
         seen = set() if seen is None else seen
         if depth > 40 or op in seen or not op.startswith("%"):
             return False
         seen.add(op)
-        return any(self.reads_rank(o2, depth + 1, seen) for d in self.defs.get(op, ())
+        return any(self.derives_from(o2, hit, depth + 1, seen) for d in self.defs.get(op, ())
                    for o in d.operands[1:] for o2 in re.findall(r"%[\w.]+", o))
 
     def rank_guarded(self, i: int) -> bool:

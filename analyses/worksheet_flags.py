@@ -845,7 +845,11 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
             if ov is None:
                 text += (" (whether the bytes it reads include the stored ones is not derived from the PTX: "
                          f"store at {_show_addr(store)}, reader's operand not resolved to the same place)")
-            f = Flag(5, FLAG_NAMES[5], text, Basis.EVIDENCE if ov else Basis.ASSUMPTION, s.line)
+            runaway = bool(k.runaway) and any(k.derives_from(o, k.runaway.__contains__) for o in r.operands)
+            if runaway:
+                text += (" (the reader's address is computed from a stage index that runs past the barriers "
+                         "initialized, flag 13: the overlap may be that bug's, not a missing fence)")
+            f = Flag(5, FLAG_NAMES[5], text, Basis.EVIDENCE if ov and not runaway else Basis.ASSUMPTION, s.line)
             if ov:
                 return [f]
             if best is None:
@@ -1079,14 +1083,18 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
             "address, loaded from one shared slot)" if tstored and r.opcode.startswith("tcgen05") else \
             "shared memory its arrivers store before they arrive (the addresses meet)"
         feeders = sorted({f"{a.kind} by {a.site.role} at line {a.site.line}" for a in b.arrivers})[:3]
+        stray_slot = bool(set(w.slots) & set(b.uninitialized))
         out.append(Flag(10, FLAG_NAMES[10], f"{w.site.role} waits on {b.name} for parity 1 on its first trip "
                         f"(line {w.site.line}, parity {w.parity}): a fresh barrier is in phase 0, so the wait "
                         f"passes at once, and it then reads {what} ({r.opcode}, line {r.line}) before any "
                         f"arrival ({'; '.join(feeders)}) has completed the phase: "
                         + ("a race with that write. " if what.startswith("tensor memory") else "a race on unwritten data. ")
                         + "The role that consumes a barrier's phase waits for parity 0 first (phase starts at 0); "
-                        "only the role that fills a stage first waits with phase ^ 1",
-                        Basis.EVIDENCE if k.threads(read) is not None else Basis.ASSUMPTION, w.site.line))
+                        "only the role that fills a stage first waits with phase ^ 1"
+                        + (" (the wait may address a barrier no init covers, flag 13: its phase is undefined)"
+                           if stray_slot else ""),
+                        Basis.EVIDENCE if k.threads(read) is not None and not stray_slot else Basis.ASSUMPTION,
+                        w.site.line))
     return out
 
 
@@ -1711,11 +1719,20 @@ def _flag_not_initialized(barriers: tuple[Barrier, ...]) -> list[Flag]:
             continue
         bare = [b for b in bs if not b.inits and b.slots and (b.arrivers or b.waiters) and not any(
             "mapa" in st.address for st in [a.site for a in b.arrivers] + [w.site for w in b.waiters])]
-        if not bare:
+        # an initialized group whose decided slots run past what its inits cover: the sites
+        # that reach those slots (Wait.slots / Arrive.slots)
+        past = [(b, [st for st, sl in [(a.site, a.slots) for a in b.arrivers] + [(w.site, w.slots) for w in b.waiters]
+                     if set(sl) & set(b.uninitialized)]) for b in bs if b.inits and b.uninitialized]
+        past = [(b, sites) for b, sites in past if sites and not any("mapa" in st.address for st in sites)]
+        if not bare and not past:
             continue
-        sites = [st for b in bare for st in [a.site for a in b.arrivers] + [w.site for w in b.waiters]]
+        sites = [st for b in bare for st in [a.site for a in b.arrivers] + [w.site for w in b.waiters]] + [
+            st for _, ss in past for st in ss]
+        names = [b.name for b in bare] + [_local(sym) + (f"+{b.uninitialized[0]}" if len(b.uninitialized) == 1 else
+                                                        f"+{{{','.join(map(str, b.uninitialized))}}}") for b, _ in past]
+        inited = sorted(set(inited) - {o for b, _ in past for o in b.uninitialized})
         near = ", ".join(f"+{o}" for o in inited[-6:])
-        out.append(Flag(13, FLAG_NAMES[13], f"{', '.join(b.name for b in bare)}: roles wait or arrive there ("
+        out.append(Flag(13, FLAG_NAMES[13], f"{', '.join(names)}: roles wait or arrive there ("
                         + ", ".join(sorted({f"{st.role} at {_where(st)}" for st in sites})[:4])
                         + f") but no mbarrier.init initializes it, while every barrier of {_local(sym)} the kernel "
                         f"initializes is at a decided offset ({near}): an operation on an uninitialized mbarrier is "

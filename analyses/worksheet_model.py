@@ -75,6 +75,7 @@ class Barrier:
     invals: tuple[Site, ...]
     slots: tuple[int, ...] = ()  # byte offsets of the barriers in this group, from the symbol
     decided: bool = True  # False: some operation's slot is not decided by the PTX
+    uninitialized: tuple[int, ...] = ()  # slots of the group no mbarrier.init covers (an index past its ring)
 
 
 @dataclass(frozen=True)
