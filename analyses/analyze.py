@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 import duckdb
 
+from wsperf.analyses.gains import Gain, ranked
 from wsperf.analyses.hypotheses import Finding, Status, Verdicts, aggregate_reason, evaluate
 from wsperf.analyses.roles import build_roles
 from wsperf.analyses.sql import check_kernel_regex
@@ -141,11 +142,23 @@ class KernelAnalysis:
                        "per role and the occupancy")
         return out
 
+    def gains(self) -> list[Gain]:
+        """What fixing each confirmed finding could gain (analyses/gains.py), the biggest first."""
+        return ranked(self)
+
+    def by_gain(self) -> list[Finding]:
+        """The confirmed findings, the biggest estimated gain first; those without an
+        estimate follow in the catalogue's order."""
+        order = {g.finding: n for n, g in enumerate(self.gains())}
+        confirmed = [f for f in self.findings if f.status is Status.confirmed]
+        return sorted(confirmed, key=lambda f: order.get(f.id, len(order)))
+
     def headline(self) -> str:
-        """One line: the confirmed hypotheses, or that none was (and what that rests
-        on). A launch whose every verdict is no_data is never reported as good."""
+        """One line: the confirmed hypotheses (the biggest estimated gain first), or that
+        none was (and what that rests on). A launch whose every verdict is no_data is
+        never reported as good."""
         if self.outcome is Outcome.confirmed:
-            return "confirmed: " + ", ".join(f.id for f in self.findings if f.status is Status.confirmed)
+            return "confirmed: " + ", ".join(f.id for f in self.by_gain())
         if self.outcome is Outcome.no_data and not self.summary.is_kernel:
             return "no verdict: " + aggregate_reason(self.summary.workload or "")
         if self.outcome is Outcome.no_data:

@@ -392,9 +392,13 @@ def analyses_text(analyses: list[KernelAnalysis], console: Console) -> None:
             console.print(plain(line))
         for line in ncu_rule_lines(a.summary):
             console.print(Text.assemble(("ncu ", "dim"), plain(line)))
-        for f in a.findings:
-            if f.status.value == "confirmed":
-                console.print(Text.assemble(("remedy ", "bold"), (f.id, "bold red"), ": ", plain(f.remedy)))
+        gains = a.gains()
+        for g in gains:
+            console.print(Text.assemble(("gain ", "bold"), (g.finding, "bold red"), ": ", plain(f"{g.text()}: {g.basis}")))
+        if len(gains) > 1:
+            console.print(plain(OVERLAP), style="dim")
+        for f in a.by_gain():
+            console.print(Text.assemble(("remedy ", "bold"), (f.id, "bold red"), ": ", plain(f.remedy)))
         console.print()
 
 
@@ -417,8 +421,23 @@ def analyses_json(analyses: list[KernelAnalysis]) -> str:
                       default=str, allow_nan=False)
 
 
+# Two findings of one launch often read one cause (consumers waiting: producer-bound and
+# partition-bound); their estimates are not to be added.
+OVERLAP = "each estimate is for fixing that finding alone; they overlap and do not add up"
+
+
+def gain_dict(g: Any) -> dict[str, Any] | None:
+    """A finding's estimated gain for JSON: shares of the launch's duration and nanoseconds."""
+    if g is None:
+        return None
+    ns = g.ns
+    return {"low": round(g.low, 4), "high": round(g.high, 4), "ns_low": round(ns[0]) if ns else None,
+            "ns_high": round(ns[1]) if ns else None, "basis": g.basis}
+
+
 def analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
     s = a.summary
+    gains = {g.finding: g for g in a.gains()}
     return {
         "report": s.report,
         "launch_id": s.launch_id,
@@ -446,7 +465,9 @@ def analysis_dict(a: KernelAnalysis) -> dict[str, Any]:
         "partitions": [dict(_jsonable(p), top_stalls=[{"reason": x, "samples": n} for x, n in p.top_stalls])
                        for p in a.partitions],
         "findings": [{"id": f.id, "status": f.status.value, "summary": f.summary,
-                      "evidence": _jsonable(f.evidence), "remedy": f.remedy} for f in a.findings],
+                      "evidence": _jsonable(f.evidence), "remedy": f.remedy, "gain": gain_dict(gains.get(f.id))}
+                     for f in a.findings],
+        "fix_first": [f.id for f in a.by_gain()],
         "ncu_rules": _jsonable(s.ncu_rules),
     }
 
@@ -477,9 +498,11 @@ def analyses_markdown(analyses: list[KernelAnalysis]) -> str:
         out += ["", *[f"- {md(line)}" for line in a.look_next()]] if a.look_next() else []
         rules = ncu_rule_lines(a.summary)
         out += ["", "Nsight Compute's rules:", "", *[f"- {md(line)}" for line in rules]] if rules else []
-        for f in a.findings:
-            if f.status.value == "confirmed":
-                out += ["", f"*Remedy for {f.id}:* {md(f.remedy)}"]
+        gains = a.gains()
+        out += ["", "Estimated gains, the biggest first" + (f" ({OVERLAP})" if len(gains) > 1 else "") + ":", "",
+                *[f"- **{g.finding}**: {md(g.text())}: {md(g.basis)}" for g in gains]] if gains else []
+        for f in a.by_gain():
+            out += ["", f"*Remedy for {f.id}:* {md(f.remedy)}"]
     return "\n".join(out) + "\n"
 
 

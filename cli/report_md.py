@@ -121,16 +121,27 @@ def _actual(gate: Gate, results: list | None) -> str:
         return "the sanitizer reports errors that break a handoff (see the conclusion)"
     if gate.outcome == "unverified":
         return "a sanitizer tool did not finish, or its evidence is damaged"
-    confirmed = sorted({f.id for a in results or [] for f in a.findings if f.status is Status.confirmed})
+    # the biggest estimated gain of any launch first (analyses/gains.py)
+    best: dict[str, float] = {}
+    for a in results or []:
+        gains = {g.finding: g.high for g in a.gains()}
+        for f in a.by_gain():
+            best[f.id] = max(best.get(f.id, -1.0), gains.get(f.id, -1.0))
+    confirmed = sorted(best, key=lambda x: (-best[x], x))
     return ("confirmed: " + ", ".join(confirmed)) if confirmed else "no slow-kernel hypothesis confirmed"
 
 
 def _experiments(results: list | None) -> list[str]:
     by_id = {h.id: h for h in catalogue()}
     out = []
+    ranked_out: list[tuple[float, str]] = []
     for a in results or []:
-        for f in a.findings:
-            h = by_id.get(f.id)
-            if f.status is Status.confirmed and h is not None and h.experiment:
-                out.append(f"- {md_code(render.fold_name(a.summary.name))}, {f.id}: {md(h.experiment)}")
+        gains = {g.finding: g for g in a.gains()}
+        for f in a.by_gain():
+            h, g = by_id.get(f.id), gains.get(f.id)
+            if h is not None and h.experiment:
+                ranked_out.append((g.high if g else -1.0, f"- {md_code(render.fold_name(a.summary.name))}, {f.id}"
+                                   + (f" ({md(g.text())})" if g else "") + f": {md(h.experiment)}"))
+    # the experiment that could gain the most first
+    out = [line for _, line in sorted(ranked_out, key=lambda x: -x[0])]
     return list(dict.fromkeys(out))
