@@ -95,7 +95,7 @@ class KernelComparison:
     base_name: str                  # demangled name on the base side
     cand_name: str                  # demangled name on the candidate side
     matched_by: str                 # 'name+config' | 'function+config' (template arguments differ) | ...
-    launch_config: str              # 'grid 396x1x1 block 160x1x1 cluster -' of the candidate
+    launch_config: str              # 'grid 396x1x1 block 160x1x1 cluster none' of the candidate
     base_launch_ids: tuple[int, ...]
     cand_launch_ids: tuple[int, ...]
     figures: tuple[FigureChange, ...]
@@ -196,7 +196,7 @@ class _Group:
     def config(self) -> str:
         g, b, c = self.dims[:3], self.dims[3:6], self.dims[6:]
         return (f"grid {'x'.join(map(str, g))} block {'x'.join(map(str, b))} cluster "
-                + ("x".join(map(str, c)) if any(v > 1 for v in c) else "-"))
+                + ("x".join(map(str, c)) if any(v > 1 for v in c) else "none"))
 
 
 def _groups(con: duckdb.DuckDBPyConnection, ids: Sequence[int], kernel: str | None) -> list[_Group]:

@@ -111,9 +111,9 @@ class StreamGaps:
     def summary(self) -> str:
         share = f"{self.host_wait_share:.0%}" if self.host_wait_share is not None else "n/a"
         if self.status is Status.no_data:
-            return f"{self.gaps} gaps: too few to judge"
+            return f"{self.gaps:,} gaps: too few to judge"
         says = (f"the GPU waited on the CPU {share} of the stream's span ({_ms(self.host_wait_ns)} in "
-                f"{self.host_late_gaps} of {self.gaps} gaps)")
+                f"{self.host_late_gaps:,} of {self.gaps:,} gaps)")
         if self.status is Status.confirmed:
             why = (f"median kernel {_us(self.median_kernel_ns)} <= median launch call {_us(self.median_launch_call_ns)}"
                    if self.kind == "launch-bound" else "the CPU was busy elsewhere between launches")

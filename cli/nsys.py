@@ -232,11 +232,11 @@ def _exports_lines(s: NsysSummary) -> list[str]:
     lines = []
     for e in s.exports:
         lines.append(f"{e.path}: nsys {e.nsys_version or '?'} (export schema {e.export_schema or '?'}), "
-                     f"{e.kernels} kernel records" + (f", command {e.command}" if e.command else ""))
+                     f"{e.kernels:,} kernel records" + (f", command {e.command}" if e.command else ""))
         if e.gpus:
             lines.append("  GPUs: " + "; ".join(e.gpus))
-    lines.append(f"Kernel time: {duration(s.kernel_time_ns)} over {sum(k.launches for k in s.kernels)} launches of "
-                 f"{len(s.kernels)} kernels")
+    lines.append(f"Kernel time: {duration(s.kernel_time_ns)} over {sum(k.launches for k in s.kernels):,} launches of "
+                 f"{len(s.kernels):,} kernels")
     return lines
 
 
@@ -256,21 +256,21 @@ def nsys_text(rep: NsysReport, console: Console) -> None:
         t.add_column(c, justify="left" if c == "kernel" else "right")
     top = s.kernels[: rep.top]
     for k, name in zip(top, distinct_names(k.kernel for k in top)):
-        t.add_row(_pct(k.share), duration(k.total_ns), str(k.launches), duration(k.median_ns), duration(k.p10_ns),
+        t.add_row(_pct(k.share), duration(k.total_ns), f"{k.launches:,}", duration(k.median_ns), duration(k.p10_ns),
                   duration(k.p90_ns), plain(name))
     console.print(t)
     t = Table(title="Streams: idle gaps (gpu-waits-on-host)", title_justify="left")
     for c in ("stream", "kernels", "copies", "span", "idle", "host wait", "status", "finding"):
         t.add_column(c)
     for g in s.streams:
-        t.add_row(plain(_stream(g)), str(g.kernels), str(g.copies), duration(g.span_ns), duration(g.idle_ns),
+        t.add_row(plain(_stream(g)), f"{g.kernels:,}", f"{g.copies:,}", duration(g.span_ns), duration(g.idle_ns),
                   _pct(g.host_wait_share), g.status.value, plain(g.summary))
     console.print(t)
     t = Table(title="Devices: overlap across streams", title_justify="left")
     for c in ("device", "streams", "kernels", "span", "busy", "overlap", "idle", "max concurrent"):
         t.add_column(c)
     for d in s.devices:
-        t.add_row(str(d.device_id), str(d.streams), str(d.kernels), duration(d.span_ns),
+        t.add_row(str(d.device_id), f"{d.streams:,}", f"{d.kernels:,}", duration(d.span_ns),
                   f"{duration(d.busy_ns)} ({_pct(d.busy_share)})", f"{duration(d.overlap_ns)} ({_pct(d.overlap_share)})",
                   duration(d.idle_ns), str(d.max_concurrent))
     console.print(t)
@@ -280,8 +280,8 @@ def nsys_text(rep: NsysReport, console: Console) -> None:
             t.add_column(c)
         for n in s.nvtx[: rep.top]:
             name = f"{n.domain}: {n.text}" if n.domain else str(n.text)
-            t.add_row(plain(name), str(n.ranges), duration(n.total_ns), duration(n.median_ns),
-                      str(n.kernels), duration(n.kernel_ns))
+            t.add_row(plain(name), f"{n.ranges:,}", duration(n.total_ns), duration(n.median_ns),
+                      f"{n.kernels:,}", duration(n.kernel_ns))
         console.print(t)
     for g in s.findings():
         console.print(plain(f"gpu-waits-on-host confirmed on {_stream(g)}: {g.summary}"))

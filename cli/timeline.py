@@ -127,8 +127,8 @@ def _head(s: TimelineSummary) -> str:
     dropped = f"; {s.full_warps} warps filled their slots (later events dropped)" if s.full_warps else ""
     # A report that runs the function only with other template arguments: say which launch joined.
     other = "" if s.same_instance or not s.from_report else f" (another instance: {s.launch_kernel})"
-    return (f"timeline {s.timeline_id} ({s.format}) {s.kernel or '?'} -> {src} {s.launch_id}{other}: {s.events} "
-            f"events, {s.ctas} CTAs, {s.warps} warps over {duration(s.span_ns)}{dropped}")
+    return (f"timeline {s.timeline_id} ({s.format}) {s.kernel or '?'} -> {src} {s.launch_id}{other}: {s.events:,} "
+            f"events, {s.ctas:,} CTAs, {s.warps:,} warps over {duration(s.span_ns)}{dropped}")
 
 
 def _verdicts(s: TimelineSummary) -> list[Finding]:

@@ -338,7 +338,7 @@ def _nasty_result() -> CompareResult:
     fig = FigureChange("duration_ns", "timing", "ns", (1.0, 2.0), (3.0, 4.0), 1.5, 3.5, 133.3, 0.001, 3.0,
                        Change.regression, f"note {NASTY}")
     ver = VerdictChange("serialized-roles", "rejected", "confirmed", NASTY, NASTY, True)
-    k = KernelComparison(NASTY, NASTY, NASTY, "name+config", "grid 1x1x1 block 32x1x1 cluster -", (1, 2), (3, 4),
+    k = KernelComparison(NASTY, NASTY, NASTY, "name+config", "grid 1x1x1 block 32x1x1 cluster none", (1, 2), (3, 4),
                          (fig,), (ver,))
     return CompareResult(NASTY, NASTY, (k,), only_base=(NASTY,))
 

@@ -213,3 +213,28 @@ def test_a_newline_in_a_report_name_keeps_the_report_line_whole(tmp_path):
     assert p.returncode == 0, p.stderr
     (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith("report ")]
     assert line.rstrip().endswith("a\u23ceb.ncu-rep")
+
+
+def test_counts_have_digit_separators_and_no_cluster_is_none_everywhere():
+    """Counts of a thousand or more read with separators in every command's text (nsys' kernel
+    records, launches, gaps and table cells; timeline's events), and a launch without a
+    cluster is `none` in analyze, Markdown and compare alike (compare said `-`)."""
+    from support import PUBLIC
+
+    bare = re.compile(r"(?<![\w.,/+:-])\d{4,}(?![\w.,])")
+    export = PUBLIC / "nsys" / "cloverleaf_cuda_a100_nsys2024.5.sqlite.gz"
+    if export.exists():
+        p = run_cli("nsys", export, env={"COLUMNS": "200"})
+        assert p.returncode == 0, p.stderr
+        assert "1,312 kernel records" in p.stdout and "1,312 launches" in p.stdout and "1,339 of 1,590 gaps" in p.stdout
+        # (a pid and a path are identifiers, not counts)
+        counts = [ln for ln in p.stdout.splitlines() if "pid " not in ln and "/" not in ln]
+        assert not [ln for ln in counts if bare.search(ln)], [ln for ln in counts if bare.search(ln)]
+    p = run_cli("timeline", ROOT / "fixtures" / "timeline" / "ring1.wsperf-trace")
+    assert p.returncode == 0, p.stderr
+    assert re.search(r": [0-9]{1,3},[0-9]{3} events, 22 CTAs, 110 warps", p.stdout), p.stdout[:400]
+    healthy, cluster = REPORTS / "ws_stream_healthy.ncu-rep", REPORTS / "ws_stream_cluster.ncu-rep"
+    assert "160x1x1 / none" in run_cli("analyze", healthy, env={"COLUMNS": "200"}).stdout
+    assert "160x1x1 / none |" in run_cli("analyze", healthy, "--format", "markdown").stdout
+    p = run_cli("compare", cluster, healthy, env={"COLUMNS": "200"})
+    assert "block 160x1x1 cluster none" in p.stdout and "cluster -" not in p.stdout, p.stdout
