@@ -12,7 +12,12 @@ working `nsys` is on PATH (otherwise one InputError that says so). A `.qdstrm` i
 capture nsys never imported: refused with the reason.
 
 Reading. The file is opened read-only and immutable through Python's own `sqlite3`
-(DuckDB's sqlite extension is downloaded on first use, so it is absent offline). What is
+(DuckDB's sqlite extension is downloaded on first use, so it is absent offline, and no
+wheel of it matches DuckDB 2.0). The bulk tables (kernels, API calls, copies, NVTX ranges,
+their names) are read by SQLite's ADBC driver (adbc-driver-sqlite, Apache Arrow's) straight
+into Arrow, the same read-only immutable URI: 1.26x a bare sqlite3 fetch of the same rows
+for a 1M-kernel export, load and summary together (benchmarks/bench_nsys.py); a table the
+driver cannot give in the schema's types is read again through sqlite3. What is
 read is bounded: only the rows of the tables above, names joined from StringIds one per
 record (a huge StringIds table is never read whole), each name cut at MAX_NAME_CHARS, at
 most MAX_RECORDS rows per table, under a time limit enforced by SQLite's progress
@@ -62,6 +67,8 @@ MAX_SQLITE_BYTES = 16 << 30  # a .sqlite.gz that inflates past this is refused (
 READ_TIMEOUT_S = 600.0  # per export, all tables
 EXPORT_TIMEOUT_S = 900.0  # `nsys export` of a .nsys-rep
 _CHUNK = 100_000  # rows fetched from SQLite and inserted into DuckDB at a time
+USE_ADBC = True  # False: every read through sqlite3 (tests compare the two ways)
+_ARROW_ROWS = 100_000  # rows of a batch SQLite's ADBC driver reads (its default, 1,024, costs an insert each)
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 
@@ -356,6 +363,7 @@ class _Export:
         _check_size(src, shown)
         self.absent: set[str] = set()
         self._deadline = 0.0
+        self._adbc: Any = None  # SQLite's ADBC connection, opened on the first bulk read (_arrow)
         try:
             # immutable: no lock, no journal, nothing written next to the file (it may
             # sit on a read-only mount or in the fixtures).
@@ -382,6 +390,8 @@ class _Export:
 
     def __exit__(self, *exc: object) -> None:
         self.db.close()
+        if self._adbc is not None:
+            self._adbc.close()
 
     def _late(self) -> int:
         return 1 if time.monotonic() > self._deadline else 0  # non-zero interrupts the statement
@@ -483,10 +493,53 @@ class _Export:
         except (sqlite3.Error, UnicodeDecodeError) as e:
             raise self._damaged(e) from None
 
+    def _arrow(self, sql: str, schema: pa.Schema, table: str) -> Iterator[pa.Table] | None:
+        """The rows of `sql` as Arrow tables of `schema`, read by SQLite's ADBC driver (C code,
+        no Python object per value: a 1M-kernel export loads in less time than Python's
+        sqlite3 takes only to fetch its rows), in chunks of _ARROW_ROWS. None where the
+        driver is not installed or cannot give the rows in those types (a value of another
+        type, bytes that are not UTF-8): the caller then reads them through sqlite3, which
+        names what is wrong or replaces what it cannot decode. The chunks of a table are all
+        converted before the first is handed over, so a fall back never follows rows
+        already inserted (Arrow's memory, not Python objects: ~8 bytes a value)."""
+        if not USE_ADBC:
+            return None
+        try:
+            import adbc_driver_sqlite.dbapi as adbc
+        except ImportError:
+            return None
+        try:
+            if self._adbc is None:
+                self._adbc = adbc.connect(f"{self.src.resolve().as_uri()}?mode=ro&immutable=1")
+            cur = self._adbc.cursor()
+            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(_ARROW_ROWS)})
+            cur.execute(sql)
+            out, total = [], 0
+            for batch in cur.fetch_record_batch():
+                total += batch.num_rows
+                if total > MAX_RECORDS:
+                    raise NsysExportError(f"{self.shown}: {table} holds more than {MAX_RECORDS:,} rows; refused rather "
+                                          "than loaded in part (export a shorter capture, e.g. `nsys profile --duration`)")
+                if time.monotonic() > self._deadline:
+                    raise NsysExportError(f"{self.shown}: reading took longer than {self.timeout_s:g} s; the export "
+                                          "is too large or damaged")
+                out.append(pa.Table.from_batches([batch]).rename_columns(schema.names).cast(schema))
+            cur.close()
+        except NsysExportError:
+            raise
+        except Exception:  # noqa: BLE001 - a type SQLite's columns do not hold, bytes that are not UTF-8, ...
+            return None  # read again through sqlite3, which names what is wrong or replaces what it cannot decode
+        return iter(out)
+
     def _batches(self, table: str, spec: list[tuple[str, str, pa.DataType]], where: str | None = None
                  ) -> Iterator[pa.Table]:
         schema = pa.schema([(name, typ) for name, _, typ in spec])
-        cur = self._query(self._select(table, spec, where))
+        sql = self._select(table, spec, where)
+        fast = self._arrow(sql, schema, table)
+        if fast is not None:
+            yield from fast
+            return
+        cur = self._query(sql)
         total = 0
         while rows := self._fetch(cur):
             total += len(rows)
@@ -507,8 +560,18 @@ class _Export:
         if not uses:
             return
         ids = " UNION ".join(f'SELECT "{c}" FROM "{t}"' for t, c in uses)
-        cur = self._query(f"SELECT id, substr(value, 1, {MAX_NAME_CHARS}) FROM StringIds WHERE id IN ({ids})")
+        sql = f"SELECT id, substr(value, 1, {MAX_NAME_CHARS}) FROM StringIds WHERE id IN ({ids})"
         schema = pa.schema([("id", pa.int64()), ("value", pa.string())])
+        fast = self._arrow(sql, schema, "StringIds")
+        for batch in fast or ():
+            con.register("_wsperf_nsys", batch)
+            try:
+                con.execute("INSERT OR IGNORE INTO _wsperf_nsys_names SELECT * FROM _wsperf_nsys")
+            finally:
+                con.unregister("_wsperf_nsys")
+        if fast is not None:
+            return
+        cur = self._query(sql)
         while rows := self._fetch(cur):
             try:
                 batch = pa.Table.from_arrays([pa.array(c, t) for c, t in zip(zip(*rows), schema.types)], schema=schema)

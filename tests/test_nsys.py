@@ -111,6 +111,23 @@ def test_rows_match_the_export(export, plain):
     assert con.execute("SELECT count(*) FROM nsys_kernels WHERE duration_ns <> end_ns - start_ns").fetchone()[0] == 0
 
 
+@pytest.mark.parametrize("export", EXPORTS, ids=lambda p: p.name.split("_nsys")[1].removesuffix(".sqlite.gz"))
+def test_the_arrow_reader_stores_what_sqlite3_stores(export, monkeypatch):
+    """The bulk tables come through SQLite's ADBC driver into Arrow; without it (USE_ADBC
+    off, as where the driver cannot read a table) each row goes through Python's sqlite3.
+    Every table of the store holds the same rows either way, on all three schema versions."""
+    import wsperf.collectors.nsys as nsys
+
+    def rows(con):
+        return {t: sorted(map(repr, con.execute(f"SELECT * EXCLUDE (export_id) FROM {t}").fetchall()))
+                for t in NSYS_TABLES if t != "nsys_exports"}
+
+    fast = rows(_loaded(export))
+    monkeypatch.setattr(nsys, "USE_ADBC", False)
+    assert rows(_loaded(export)) == fast
+    assert fast["nsys_kernels"]
+
+
 def test_each_schema_version_has_its_columns_and_says_which_are_absent():
     con = _loaded(SAXPY, CLOVER, VECADD)
     rows = {v: (schema, set(absent)) for v, schema, absent in con.execute(
