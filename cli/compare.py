@@ -96,7 +96,9 @@ def compare(
         if out_file is not None:
             err.print(render.plain(f"wsperf compare: {summary_line(result)}; wrote {out_file}"))
     if result.regression:
-        raise typer.Exit(ExitCode.REGRESSION)  # a regression first; then the candidate's expectations
+        # a regression decides the exit; the candidate's unmet expectations are still said
+        expectation_gate(list(result.unmet), True, "compare")
+        raise typer.Exit(ExitCode.REGRESSION)
     if (unmet := expectation_gate(list(result.unmet), expect_advisory, "compare")):
         raise typer.Exit(unmet)
 

@@ -72,3 +72,5 @@ def test_compare_gates_on_the_candidate_after_regressions(tmp_path):
     doc = json.loads(worse.stdout)
     assert worse.returncode == 1 and doc["exit_code"] == 1 and doc["regression"]
     assert doc["unmet_expectations"] and all(u.endswith("(ws_stream): tma") for u in doc["unmet_expectations"])
+    # ... and said on stderr too, without the expectation's own exit line (the regression decided)
+    assert "wsperf compare: expectation not met: " in worse.stderr and "exit 6" not in worse.stderr, worse.stderr
