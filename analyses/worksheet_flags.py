@@ -948,9 +948,24 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
     blocked = {x[1] for x in waits if x[3] == 0}  # parity 0 on a fresh barrier: waits for phase 0
     unchecked += sum(1 for x in waits if x[3] is None)
 
+    reach_memo: dict[int, set[int]] = {}
+
+    def reaches(i: int, j: int) -> bool:  # a path from statement i to statement j
+        bi, bj = k.block_of[i], k.block_of[j]
+        if bi == bj and i < j:
+            return True
+        if bi not in reach_memo:
+            reach_memo[bi] = set().union(*(k.reach(x, set()) for x in k.succ[bi])) if k.succ[bi] else set()
+        return bj in reach_memo[bi]
+
     def dominated(w: tuple, a: tuple) -> bool:
         bw, ba = k.block_of[w[1]], k.block_of[a[1]]
-        return bool(w[2] & a[2]) and bw in dom[ba] and (bw != ba or w[1] < a[1])
+        if bool(w[2] & a[2]) and bw in dom[ba] and (bw != ba or w[1] < a[1]):
+            return True
+        # the waiting warps' own arrival after the loop the wait sits in (a store warp's last
+        # release after its tile loop): it never comes back to the wait, so on a first trip
+        # that runs the loop it follows the wait, though a loop run zero times skips the wait
+        return a[2] <= w[2] and reaches(w[1], a[1]) and not reaches(a[1], w[1])
 
     # where a wait and every arrival on its barrier name the barriers they reach (decided
     # addresses), phase 0 must complete on each barrier of the ring the wait walks: consumers
