@@ -1113,6 +1113,47 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
     return out
 
 
+def _tmem_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
+    """Flag 14 on tensor memory: a role releases b, whose waiters then issue tcgen05.mma, in a
+    loop trip in which it read an accumulator (tcgen05.ld) before the release and reads the
+    same one after it, before its next wait: the MMA may overwrite columns still to be read
+    (an epilogue that releases acc_empty after its first slice). "The same one": both loads'
+    addresses come from one shared slot (the accumulator's address kept there)."""
+    stmts = k.stmts
+    for a in b.arrivers:
+        if a.kind != "arrive":
+            continue
+        i = k.stmt_of(a.site)
+        p = k.threads(i) if i is not None else None
+        if i is None or p is None or not k.work_loop(i):
+            continue
+        body = k.work_loop(i)
+        before = set()
+        for x in range(i - 1, -1, -1):  # this trip, back to the role's last wait
+            if k.block_of[x] not in body:
+                break
+            st = stmts[x]
+            if st.opcode.startswith(_WAIT) and (q := k.threads(x)) is not None and q & p:
+                break
+            if st.opcode.startswith("tcgen05.ld") and st.operands:
+                before |= _tmem_slots(k, _tmem_operand(st))
+        if not before:
+            continue
+        walls = [x for x in _after(k, i, p, stop_at_wait=False, trip=True) if stmts[x].opcode.startswith(_WAIT)]
+        for x in _after(k, i, p, trip=True):
+            if any(_forward(k, w, x) for w in walls):
+                continue
+            st = stmts[x]
+            if st.opcode.startswith("tcgen05.ld") and st.operands and _tmem_slots(k, _tmem_operand(st)) & before:
+                return [Flag(14, FLAG_NAMES[14], f"{a.site.role} releases {b.name} ({a.kind}, {_where(a.site)}), "
+                             "whose waiters then issue tcgen05.mma into tensor memory, and reads the same accumulator "
+                             f"again after it (tcgen05.ld, line {st.line}; it read it before the release, the address "
+                             "from the same shared slot) before its next wait: the MMA may overwrite columns still "
+                             "to be read (a race, no hang). Release the accumulator after its last tcgen05.ld and "
+                             "tcgen05.wait::ld", Basis.EVIDENCE, a.site.line)]
+    return []
+
+
 def _tmem_operand(s: Stmt) -> str:
     """The tensor-memory address a tcgen05 instruction names: the destination of an MMA or a
     store (`[%r + 0]` first), the source of a load (its last operand)."""
@@ -1844,6 +1885,12 @@ def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list
                     v = k.thread_vals(s.operands[0], q) or k.vals(s.operands[0])
                     if v is not None and v[1] is not None:
                         dsts |= {(v[0], o) for o in v[1]}
+        # the waiters write tensor memory after their wait (an MMA warp on acc_empty)
+        mma_after = any(stmts[x].opcode.startswith("tcgen05.mma") for w in b.waiters
+                        if (i := k.stmt_of(w.site)) is not None and (p := k.threads(i)) is not None
+                        for x in _after(k, i, p, stop_at_wait=False, trip=True))
+        if mma_after:
+            out += _tmem_released_early(k, b)
         if not fills:
             continue
         span: dict[str | None, tuple[int, int]] = {}
