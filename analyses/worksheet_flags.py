@@ -1113,6 +1113,49 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
     return out
 
 
+_BULK_STORE = re.compile(r"^cp\.(reduce\.)?async\.bulk(\.tensor\.\w+)?\.global\.shared")
+
+
+def _store_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
+    """Flag 14 on a TMA store's stage: a role issues a bulk store from shared memory, then
+    releases b, whose waiters write shared memory with st.shared after their wait (the stage
+    ring of a store warp), and no `cp.async.bulk.wait_group.read` lies between the store and
+    the release on any path: the bulk store may still be reading the stage its waiters
+    rewrite. The commit group only starts the store; `wait_group.read N` is what says its
+    reads of shared memory are done."""
+    stmts = k.stmts
+    writes = any(stmts[x].opcode.startswith("st.shared") for w in b.waiters
+                 if (i := k.stmt_of(w.site)) is not None and (p := k.threads(i)) is not None
+                 for x in _after(k, i, p))
+    if not writes:
+        return []
+    for a in b.arrivers:
+        if a.kind != "arrive":
+            continue
+        i = k.stmt_of(a.site)
+        p = k.threads(i) if i is not None else None
+        if i is None or p is None or not k.work_loop(i):
+            continue
+        body = k.work_loop(i)
+        for x in range(i - 1, -1, -1):  # this trip, back to the role's last wait
+            if k.block_of[x] not in body:
+                break
+            st = stmts[x]
+            q = k.threads(x)
+            if q is not None and not q & p:
+                continue
+            if st.opcode.startswith(_WAIT) or st.opcode.startswith("cp.async.bulk.wait_group"):
+                break
+            if _BULK_STORE.match(st.opcode):
+                return [Flag(14, FLAG_NAMES[14], f"{a.site.role} issues a bulk store from shared memory "
+                             f"({st.opcode}, line {st.line}) and then releases {b.name} ({a.kind}, {_where(a.site)}) "
+                             "with no cp.async.bulk.wait_group.read between: its waiters rewrite shared memory "
+                             "(st.shared) while the store may still be reading the stage (a race, no hang). Wait "
+                             "for the store's reads (cp.async.bulk.wait_group.read N, N the groups still allowed "
+                             "in flight) before releasing its stage", Basis.EVIDENCE, a.site.line)]
+    return []
+
+
 def _tmem_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
     """Flag 14 on tensor memory: a role releases b, whose waiters then issue tcgen05.mma, in a
     loop trip in which it read an accumulator (tcgen05.ld) before the release and reads the
@@ -1891,6 +1934,7 @@ def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list
                         for x in _after(k, i, p, stop_at_wait=False, trip=True))
         if mma_after:
             out += _tmem_released_early(k, b)
+        out += _store_released_early(k, b)
         if not fills:
             continue
         span: dict[str | None, tuple[int, int]] = {}

@@ -133,7 +133,7 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
            # its first trip waits for parity 1 on ready[3], never initialized: flag 10 there is an
            # assumption that names flag 13)
            13: {"gluon_unroll3_wrap4.ptx", "t_bscale_fp8_s3_w8_wrap4.ptx", "h5_dacc_cstages.ptx"},
-           14: {"g5_pgemm_accrelearly.ptx", "gluon_zp5_early.ptx", "cute_grouped_relfirst.ptx", "gluon_h_lag6_relcur.ptx", "g_attn2p_kearly.ptx",
+           14: {"g5_pgemm_accrelearly.ptx", "h5_dacc_storeearly.ptx", "gluon_zp5_early.ptx", "cute_grouped_relfirst.ptx", "gluon_h_lag6_relcur.ptx", "g_attn2p_kearly.ptx",
                 "g_fa2sm_krel.ptx", "h4_attn_vearly.ptx", "h4_attn90_vearly.ptx"},
            15: {"tws3_grouped_s3_sm100_wrongarr.ptx"}}
 
