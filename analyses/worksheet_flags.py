@@ -1116,6 +1116,21 @@ def _flag_premature_pass(k: _Kernel, barriers: tuple[Barrier, ...], waits: list)
 _BULK_STORE = re.compile(r"^cp\.(reduce\.)?async\.bulk(\.tensor\.\w+)?\.global\.shared")
 
 
+def _back_to_wait(k: _Kernel, i: int, p, stop: tuple[str, ...] = ()):
+    """The statements threads p run before statement i in this trip of its work loop,
+    latest first, back to their last mbarrier wait (or an opcode that starts with one of stop)."""
+    body = k.work_loop(i)
+    for x in range(i - 1, -1, -1):
+        if k.block_of[x] not in body:
+            return
+        q = k.threads(x)
+        if q is not None and not q & p:
+            continue
+        if k.stmts[x].opcode.startswith(_WAIT + stop):
+            return
+        yield x
+
+
 def _store_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
     """Flag 14 on a TMA store's stage: a role issues a bulk store from shared memory, then
     releases b, whose waiters write shared memory with st.shared after their wait (the stage
@@ -1136,16 +1151,8 @@ def _store_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
         p = k.threads(i) if i is not None else None
         if i is None or p is None or not k.work_loop(i):
             continue
-        body = k.work_loop(i)
-        for x in range(i - 1, -1, -1):  # this trip, back to the role's last wait
-            if k.block_of[x] not in body:
-                break
+        for x in _back_to_wait(k, i, p, ("cp.async.bulk.wait_group",)):
             st = stmts[x]
-            q = k.threads(x)
-            if q is not None and not q & p:
-                continue
-            if st.opcode.startswith(_WAIT) or st.opcode.startswith("cp.async.bulk.wait_group"):
-                break
             if _BULK_STORE.match(st.opcode):
                 return [Flag(14, FLAG_NAMES[14], f"{a.site.role} issues a bulk store from shared memory "
                              f"({st.opcode}, line {st.line}) and then releases {b.name} ({a.kind}, {_where(a.site)}) "
@@ -1170,14 +1177,9 @@ def _tmem_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
         p = k.threads(i) if i is not None else None
         if i is None or p is None or not k.work_loop(i):
             continue
-        body = k.work_loop(i)
         before = set()
-        for x in range(i - 1, -1, -1):  # this trip, back to the role's last wait
-            if k.block_of[x] not in body:
-                break
+        for x in _back_to_wait(k, i, p):
             st = stmts[x]
-            if st.opcode.startswith(_WAIT) and (q := k.threads(x)) is not None and q & p:
-                break
             if st.opcode.startswith("tcgen05.ld") and st.operands:
                 before |= _tmem_slots(k, _tmem_operand(st))
         if not before:
