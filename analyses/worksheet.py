@@ -416,7 +416,7 @@ def _unchecked(k: _Kernel, barriers: tuple[Barrier, ...]) -> tuple[str, ...]:
             out.append(f"{b.name}: which of its barriers an operation addresses is not decided by the PTX: their "
                        "counts and phases are checked as one group at most")
     for n in k.notes:
-        if n.aspect in ("handoff.count", "handoff.phase", "handoff.tx", "calls") or (
+        if n.aspect in ("handoff.count", "handoff.phase", "handoff.tx", "handoff.fence", "calls") or (
                 n.aspect == "lifetime" and "not checked" in n.text):
             out.append(n.text)
     unparsed = sum(1 for n in k.notes if n.aspect == "unparsed")

@@ -512,7 +512,22 @@ class _Kernel:
         return None if len(out) > 4 * _MAX_VALUES else (sym, out)
 
     def _linear(self, op: str, depth: int) -> tuple[str | None, dict[str, int], int] | None:
-        """(symbol, {leaf register: coefficient}, constant) of `op` (linear_vals)."""
+        """(symbol, {leaf register: coefficient}, constant) of `op` (linear_vals). An index
+        whose own form has a leaf of unknown values but that takes a few values itself
+        (C's `i % 2` of a loop counter, `i - ((i + (i >>> 31)) & -2)`) is a leaf."""
+        f = self._linear_form(op, depth)
+        if f is None or f[0] is not None or op not in self.defs:
+            return f
+        if any(c and not self._few(r) for r, c in f[1].items()) and self._few(op):
+            return None, {op: 1}, 0
+        return f
+
+    def _few(self, r: str) -> bool:
+        """Whether `vals` gives r a few plain integers."""
+        v = self.vals(r)
+        return v is not None and v[0] is None and v[1] is not None and len(v[1]) <= _MAX_VALUES
+
+    def _linear_form(self, op: str, depth: int) -> tuple[str | None, dict[str, int], int] | None:
         m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
         if m:
             f = self._linear(m.group(1).strip(), depth + 1)
@@ -744,9 +759,17 @@ class _Kernel:
                 return f"align{al}({_local(sym)}{f'+{off}' if off else ''})", frozenset({0})
             return None
         if base == "and" and (a is None) != (b is None):
-            # x & MASK with x unknown: a submask of MASK (few bits: a ring index)
+            # x & MASK with x unknown: a submask of MASK (few bits: a ring index), or, for a
+            # counter that starts at known values and steps by a constant, what it takes
+            # below MASK's top bit (a consumer taking every other stage: `i = 1; i += 2`,
+            # `i & 3` is 1 or 3)
             (sym, c) = a or b  # type: ignore[misc]
             if sym is None and c is not None and len(c) == 1 and (m := next(iter(c))) >= 0 and bin(m).count("1") <= 8:
+                prog = self._progression(ops[0] if a is None else ops[1], depth)
+                if prog is not None and m.bit_length() <= 8:
+                    starts, step = prog
+                    period = 1 << m.bit_length()
+                    return None, frozenset((x + step * n) & m for x in starts for n in range(period))
                 return None, frozenset(_submasks(m))
             return None
         if base == "rem" and a is None and b is not None and b[0] is None and b[1] is not None and len(b[1]) == 1:
@@ -772,6 +795,20 @@ class _Kernel:
              "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y, "min": min, "max": max,
              "rem": lambda x, y: x % y if y else 0, "div": lambda x, y: x // y if y else 0}.get(base)
         return _combine(None, a[1], b[1], f) if f else None
+
+    def _progression(self, op: str, depth: int) -> tuple[frozenset, int] | None:
+        """(start values, step) of a register a loop steps by a constant from plain integer
+        starts (`mov i, 1` before the loop, `add i, i, 2` in it), however many trips."""
+        op = op.strip()
+        ds = self.defs.get(op, [])
+        loop = [s for s in ds if op in s.operands[1:]]
+        if not loop or any(s.guard for s in ds):
+            return None
+        step = _step(op, loop, self)
+        init = _union([self._val_def(s, depth + 1) for s in ds if s not in loop]) if len(loop) < len(ds) else None
+        if step is None or init is None or init[0] is not None or init[1] is None:
+            return None
+        return init[1], step
 
     def _decided_pred(self, p: str, depth: int) -> bool | None:
         """True or False where `setp.<cmp> p, a, b` gives one answer for every pair of the

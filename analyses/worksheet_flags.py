@@ -19,6 +19,10 @@ from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, 
                                              phase_arrivals)
 from wsperf.collectors.ptx import Stmt
 
+# generic-proxy stores into shared memory: st.shared, and stmatrix (a wgmma accumulator's
+# fragments written as 8x8 matrices, each lane one row's address: Gluon's sm_90 epilogue)
+_SMEM_STORE = ("st.shared", "stmatrix")
+
 
 def _bar_operands(k: _Kernel | None, s: Stmt, i: int | None = None) -> tuple[int | None, int | None] | None:
     """(id, thread count) of a bar/barrier sync or arrive, registers resolved to the constants
@@ -807,7 +811,7 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
     best: tuple[int, Flag] | None = None
     undecided: dict[int, int] = {}  # store line -> a reader line (through a handoff) not placed
     for i, s in enumerate(stmts):
-        if not s.opcode.startswith("st.shared") or s.line in table or not s.operands:
+        if not s.opcode.startswith(_SMEM_STORE) or s.line in table or not s.operands:
             continue
         if maps:
             v = k.vals(s.operands[0])
@@ -834,7 +838,8 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
                 # where the store's displacement is the reader's start in the same buffer
                 # (CuTe's sC: `[%r59+132096]` stored, `[%r1+132096]` read), else noted
                 if not _same_displacement(k, s.operands[0], reads(x)):
-                    undecided.setdefault(s.line, stmts[x].line)
+                    if not _variable_slot(k, store):
+                        undecided.setdefault(s.line, stmts[x].line)
                     continue
             r = stmts[x]
             how = "" if via is None else (f", through mbarrier.arrive (line {stmts[via[0]].line}) and the wait "
@@ -856,11 +861,24 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
                 best = (i, f)
     if best is None and undecided:
         st, rd = next(iter(undecided.items()))
-        k.notes.append(Item("handoff.fence", f"{len(undecided)} st.shared (first line {st}) published through an "
+        k.notes.append(Item("handoff.fence", f"{len(undecided)} shared-memory store(s) (first line {st}) published through an "
                             f"mbarrier to another role's async-proxy reader (line {rd}) with no fence.proxy.async: "
                             "whether the reader's bytes include the stored ones is not derived from the PTX: the "
                             "proxy fence is not checked there", Basis.ASSUMPTION))
     return [best[1]] if best else []
+
+
+def _variable_slot(k: _Kernel, store: tuple[str, frozenset | None]) -> bool:
+    """A store to one decided word that an ld.shared reads back at that same word: a
+    variable handed over in shared memory (the tensor-memory base tcgen05.alloc returned, a
+    partition table), not a tile staged for an async-proxy reader."""
+    root, offs = store
+    if root.startswith("%") or not offs or len(offs) != 1:
+        return False
+    loads = k.__dict__.setdefault("_ld_shared_words", {
+        v for s in k.stmts if s.opcode.startswith("ld.shared") and s.operands[1:]
+        and (v := k.vals(s.operands[1])) is not None and v[0] is not None and v[1] is not None and len(v[1]) == 1})
+    return (root, next(iter(offs))) in {(sym, next(iter(o))) for sym, o in loads}
 
 
 def _same_displacement(k: _Kernel, op: str, reads) -> bool:  # type: ignore[no-untyped-def]
@@ -1139,7 +1157,7 @@ def _store_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
     rewrite. The commit group only starts the store; `wait_group.read N` is what says its
     reads of shared memory are done."""
     stmts = k.stmts
-    writes = any(stmts[x].opcode.startswith("st.shared") for w in b.waiters
+    writes = any(stmts[x].opcode.startswith(_SMEM_STORE) for w in b.waiters
                  if (i := k.stmt_of(w.site)) is not None and (p := k.threads(i)) is not None
                  for x in _after(k, i, p))
     if not writes:
@@ -1325,7 +1343,7 @@ def _stage_stores(k: _Kernel, b: Barrier) -> list[tuple[str | None, frozenset]]:
                 continue
             if s.opcode.startswith(_WAIT):
                 break
-            if s.opcode.startswith("st.shared") and s.operands:
+            if s.opcode.startswith(_SMEM_STORE) and s.operands:
                 v = k.thread_vals(s.operands[0], (q or p) & p)
                 if v is None or v[1] is None:
                     return []

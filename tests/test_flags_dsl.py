@@ -58,12 +58,23 @@ def test_proxy_fence_direct_path_still_evidence():
     assert not flags(PTX / "tirx_pgemm.ptx", 5)
 
 
-def test_proxy_fence_triton_correct_is_noted_not_flagged():
+def test_proxy_fence_variable_slot_is_neither_flagged_nor_unchecked():
     # the TMEM-base slot is published through an mbarrier to the MMA warp's tcgen05.mma, whose
-    # operand range the PTX does not place: said in the notes, not flagged
+    # operand range the PTX does not place; an ld.shared reads that word back, so it is a
+    # variable handed over, not a tile for the async proxy: nothing to fence, nothing unchecked
     k = sheet(PTX / "tws_batched_sm100.ptx")
     assert not [f for f in k.flags if f.code == 5]
-    assert any(n.aspect == "handoff.fence" for n in k.notes)
+    assert not any(n.aspect == "handoff.fence" for n in k.notes)
+    assert not any("proxy fence" in u for u in k.unchecked)
+
+
+def test_proxy_fence_not_placed_is_said_on_the_first_line():
+    # Triton's attention writes P with stmatrix for the PV tcgen05.mma of another partition;
+    # the MMA's shared operand is not placed: the fence is not checked, and the sheet says so
+    k = sheet(PTX / "t_attn_ns1_d128.ptx")
+    assert not [f for f in k.flags if f.code == 5]
+    (u,) = [u for u in k.unchecked if "proxy fence is not checked" in u]
+    assert "shared-memory store(s) (first line 326)" in u
 
 
 # ---- flag 3: barrier ids held in registers ----
