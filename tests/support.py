@@ -91,3 +91,38 @@ def warp_roles(k) -> dict[int, set[str]]:
             for w in warps_of(m.group(2)):
                 out.setdefault(w, set()).add(m.group(1))
     return out
+
+
+def ptx_sheet(name: str):
+    """The worksheet of the one kernel in fixtures/ptx/NAME.ptx."""
+    from wsperf.analyses.worksheet import worksheet
+
+    (k,) = worksheet([ROOT / "fixtures" / "ptx" / f"{name}.ptx"]).kernels
+    return k
+
+
+def evidence_flags(k) -> list:
+    from wsperf.analyses.correctness import Basis
+
+    return [f for f in k.flags if f.basis is Basis.EVIDENCE]
+
+
+def assert_planted(name: str, codes: list[int], piece: str) -> None:
+    """A planted bug raises exactly its own evidence flag(s), one of which names `piece`."""
+    flags = evidence_flags(ptx_sheet(name))
+    assert sorted(f.code for f in flags) == codes, (name, flags)
+    assert any(piece in f.text for f in flags), [f.text for f in flags]
+
+
+def case(*args):
+    """A parametrized case named by its first value."""
+    import pytest
+
+    return pytest.param(*args, id=args[0])
+
+
+def xfail_case(*args, reason: str):
+    """A case that must still fail, and says why (strict: it fails the run once it passes)."""
+    import pytest
+
+    return pytest.param(*args, marks=pytest.mark.xfail(strict=True, reason=reason), id=args[0])

@@ -12,23 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT
-from wsperf.analyses.correctness import Basis
-from wsperf.analyses.worksheet import worksheet
+from support import assert_planted, evidence_flags, ptx_sheet
+from support import case as _case
+from support import xfail_case as _xfail
 
-PTX = ROOT / "fixtures" / "ptx"
 D = "__dynamic_shmem__0+"
 G = "global_smem+"
 
 CORRECT = ["h5_dacc", "h5_dacc_c128", "g5_pgemm", "g5_pgemm_arr4", "t5_pgemm_flat_s2_w4", "t5_splitk_s5_w4"]
-
-
-def _case(*args):
-    return pytest.param(*args, id=args[0])
-
-
-def _xfail(*args, reason: str):
-    return pytest.param(*args, marks=pytest.mark.xfail(strict=True, reason=reason), id=args[0])
 
 
 PLANTED = [
@@ -58,23 +49,17 @@ PLANTED = [
 ]
 
 
-def _sheet(name: str):
-    (k,) = worksheet([PTX / f"{name}.ptx"]).kernels
-    return k
+_sheet = ptx_sheet
 
 
 @pytest.mark.parametrize("name", CORRECT)
 def test_a_correct_kernel_raises_no_evidence_flag(name):
-    k = _sheet(name)
-    assert [f for f in k.flags if f.basis is Basis.EVIDENCE] == [], k.flags
+    assert evidence_flags(_sheet(name)) == []
 
 
 @pytest.mark.parametrize("name, codes, piece", PLANTED)
 def test_each_planted_bug_raises_its_own_flag(name, codes, piece):
-    k = _sheet(name)
-    flags = [f for f in k.flags if f.basis is Basis.EVIDENCE]
-    assert sorted(f.code for f in flags) == codes, (name, k.flags)
-    assert any(piece in f.text for f in flags), [f.text for f in flags]
+    assert_planted(name, codes, piece)
 
 
 def test_the_box_bytes_cute_keeps_in_its_tensor_map_are_said_unchecked():
