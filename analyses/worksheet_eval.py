@@ -53,6 +53,8 @@ class _Kernel:
         # the index registers of barrier addresses that run past the barriers initialized (the
         # sites flag 13 names): what other flags read through them is a consequence
         self.runaway: set[str] = set()
+        # shared slots whose only store copies another slot (worksheet_flags._slot_copies)
+        self.slot_copies: dict[tuple[str | None, int], tuple[str | None, int]] | None = None
         self._blocks()
         self._populations()
 

@@ -617,8 +617,8 @@ def _swizzled(k: _Kernel, a: str, b: str, threads: frozenset | None, depth: int)
 def _ring_extent(k: _Kernel, op: str) -> tuple[str, int, int] | None:
     """(symbol, lo, hi): the bytes a stage address of a wrapped ring can point into, for an
     address `ring_base` reads (base C, step S) whose wrap the PTX writes as a product by a
-    constant multiple W of S (`mul.lo q, i / STAGES, W; sub p, p, q` or `mad.lo q, i / STAGES,
-    -W, p`, as Triton and Gluon emit): [C, C + W)."""
+    constant multiple W of S (`mul.lo q, i / STAGES, W; sub p, p, q`, `mad.lo q, i / STAGES,
+    -W, p` or `shl q, i / STAGES, log2 W; sub p, p, q`, as Triton and Gluon emit): [C, C + W)."""
     rb = k.ring_base(op)
     if rb is None:
         return None
@@ -632,8 +632,10 @@ def _ring_extent(k: _Kernel, op: str) -> tuple[str, int, int] | None:
         seen.add(r)
         for d in k.defs.get(r, []):
             name = d.opcode.split(".")[0]
-            if name in ("mul", "mad") and len(d.operands) >= 3:
+            if name in ("mul", "mad", "shl") and len(d.operands) >= 3:
                 w = _const(k, d.operands[2])
+                if name == "shl":  # Gluon's ring of two: `(i / 2) << 14` for two 8192-byte stages
+                    w = 1 << w if w is not None and 0 <= w < 32 else None
                 if w is not None and abs(w) >= step and abs(w) % step == 0 and abs(w) > 0:
                     return sym, base, base + abs(w)
             todo += [o for o in d.operands[1:] if o.startswith("%")]
@@ -737,13 +739,32 @@ def _overlap(store: tuple[str, frozenset | None], reads: list | None) -> bool | 
     return None
 
 
+def _bar_offsets(k: _Kernel, op: str) -> tuple[str | None, frozenset | None] | None:
+    """The offsets an mbarrier operand may address, the narrowest the PTX decides: `vals`,
+    its linear form (a leaf used twice counts once), or a stepped pointer's ring (base,
+    step, bounded span: Gluon's `p += 8` wrapped by `- (i / 2) << 4`)."""
+    m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
+    base, c = (m.group(1).strip(), int(m.group(2))) if m else (op, 0)
+    v = k.vals(base)
+    lv = k.linear_vals(base) if base.startswith("%") else None
+    if lv is not None and lv[1] is not None and (v is None or v[1] is None or len(lv[1]) < len(v[1])):
+        v = lv
+    if (v is None or v[1] is None) and base.startswith("%"):
+        rb, span = k.ring_base(base), k.ring_span(base)
+        if rb is not None and span is not None:
+            v = (rb[0], frozenset(range(rb[1], rb[1] + span + 1, rb[2])))
+    if v is None or v[1] is None or not c:
+        return v
+    return v[0], frozenset(o + c for o in v[1])
+
+
 def _same_barrier(k: _Kernel, x: str, y: str) -> bool:
     """Whether two mbarrier operands may address the same barrier (same register, or
     addresses `vals` resolves into one symbol with a common offset; undecided: may)."""
     x, y = x.strip().strip("[]").strip(), y.strip().strip("[]").strip()
     if x == y:
         return True
-    vx, vy = k.vals(x), k.vals(y)
+    vx, vy = _bar_offsets(k, x), _bar_offsets(k, y)
     if vx is None or vy is None or vx[0] is None or vy[0] is None:
         return True
     if vx[0] != vy[0]:
@@ -844,7 +865,7 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
             r = stmts[x]
             how = "" if via is None else (f", through mbarrier.arrive (line {stmts[via[0]].line}) and the wait "
                                           f"on it at line {stmts[via[1]].line} by other threads")
-            text = (f"st.shared (line {s.line}, generic proxy) is followed by {r.opcode} (line {r.line}, async "
+            text = (f"{s.opcode} (line {s.line}, generic proxy) is followed by {r.opcode} (line {r.line}, async "
                     f"proxy reading shared memory{how}) with no fence.proxy.async.shared::cta on the storing "
                     "thread's path: add the fence after the stores (before the barrier that publishes them)")
             if ov is None:
@@ -1188,6 +1209,7 @@ def _tmem_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
     (an epilogue that releases acc_empty after its first slice). "The same one": both loads'
     addresses come from one shared slot (the accumulator's address kept there)."""
     stmts = k.stmts
+    mma = _mma_slots(k, b)
     for a in b.arrivers:
         if a.kind != "arrive":
             continue
@@ -1200,21 +1222,60 @@ def _tmem_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
             st = stmts[x]
             if st.opcode.startswith("tcgen05.ld") and st.operands:
                 before |= _tmem_slots(k, _tmem_operand(st))
-        if not before:
+        if not before and not mma:
             continue
         walls = [x for x in _after(k, i, p, stop_at_wait=False, trip=True) if stmts[x].opcode.startswith(_WAIT)]
         for x in _after(k, i, p, trip=True):
             if any(_forward(k, w, x) for w in walls):
                 continue
             st = stmts[x]
-            if st.opcode.startswith("tcgen05.ld") and st.operands and _tmem_slots(k, _tmem_operand(st)) & before:
-                return [Flag(14, FLAG_NAMES[14], f"{a.site.role} releases {b.name} ({a.kind}, {_where(a.site)}), "
-                             "whose waiters then issue tcgen05.mma into tensor memory, and reads the same accumulator "
-                             f"again after it (tcgen05.ld, line {st.line}; it read it before the release, the address "
-                             "from the same shared slot) before its next wait: the MMA may overwrite columns still "
-                             "to be read (a race, no hang). Release the accumulator after its last tcgen05.ld and "
-                             "tcgen05.wait::ld", Basis.EVIDENCE, a.site.line)]
+            if not st.opcode.startswith("tcgen05.ld") or not st.operands:
+                continue
+            slots = _tmem_slots(k, _tmem_operand(st))
+            if before and slots & before:
+                how = "again after it (tcgen05.ld, line {}; it read it before the release, the address from the " \
+                      "same shared slot)".format(st.line)
+            elif not before and slots & mma and _same_index(k, _mbar_operand(stmts[i]), _tmem_operand(st)):
+                how = "only after it (tcgen05.ld, line {}, its first read of the trip: the address from the shared " \
+                      "slot the MMA writes through, indexed as the barrier is)".format(st.line)
+            else:
+                continue
+            return [Flag(14, FLAG_NAMES[14], f"{a.site.role} releases {b.name} ({a.kind}, {_where(a.site)}), "
+                         f"whose waiters then issue tcgen05.mma into tensor memory, and reads the same accumulator {how} "
+                         "before its next wait: the MMA may overwrite columns still to be read (a race, no hang). "
+                         "Release the accumulator after its last tcgen05.ld and tcgen05.wait::ld",
+                         Basis.EVIDENCE, a.site.line)]
     return []
+
+
+def _mma_slots(k: _Kernel, b: Barrier) -> set[tuple[str | None, int]]:
+    """The shared slots of the tensor-memory addresses the waiters of b write with
+    tcgen05.mma (anywhere in their threads' code: an MMA warp waits acc_empty, then its
+    K loop's stages)."""
+    threads = [p for w in b.waiters if (i := k.stmt_of(w.site)) is not None and (p := k.threads(i)) is not None]
+    return {slot for st in k.stmts if st.opcode.startswith("tcgen05.mma") and st.operands
+            and (q := k.threads(k.index[id(st)])) is not None and any(q & p for p in threads)
+            for slot in _tmem_slots(k, _tmem_operand(st))}
+
+
+def _mbar_operand(s: Stmt) -> str:
+    """The register or symbol of an mbarrier instruction's address (`[%r65]`, `[%r5+8]`)."""
+    ops = [o for o in s.operands if o.strip().startswith("[")]
+    return ops[0].strip("[] ").split("+")[0].strip() if ops else ""
+
+
+def _same_index(k: _Kernel, bar: str, tmem: str) -> bool:
+    """The barrier address and the tensor-memory address are indexed by the same registers:
+    every register the barrier's linear form varies with (acc_empty[b]: b) is one the
+    tensor-memory address varies with too (acc[b]). A release of the previous buffer
+    (acc_empty[(t - 1) & 1]) before a read of this one varies with another register."""
+    fb = k._linear(bar, 0) if bar else None
+    ft = k._linear(tmem, 0) if tmem else None
+    if fb is None or ft is None:
+        return False
+    vb = {r for r, c in fb[1].items() if c}
+    vt = {r for r, c in ft[1].items() if c}
+    return vb <= vt
 
 
 def _tmem_operand(s: Stmt) -> str:
@@ -1237,7 +1298,10 @@ def _tmem_slots(k: _Kernel, op: str, depth: int = 0) -> set[tuple[str | None, in
     d = ds[0]
     if d.opcode.startswith("ld.shared") and d.operands:
         v = k.vals(d.operands[-1])
-        return {(v[0], next(iter(v[1])))} if v is not None and v[1] is not None and len(v[1]) == 1 else set()
+        if v is None or v[1] is None or len(v[1]) != 1:
+            return set()
+        slot = (v[0], next(iter(v[1])))
+        return {_slot_copies(k).get(slot, slot)}
     if d.opcode.split(".")[0] in ("mov", "add", "or", "and", "cvt") and len(d.operands) >= 2:
         out: set[tuple[str | None, int]] = set()
         for o in d.operands[1:]:
@@ -1245,6 +1309,37 @@ def _tmem_slots(k: _Kernel, op: str, depth: int = 0) -> set[tuple[str | None, in
                 out |= _tmem_slots(k, o, depth + 1)
         return out
     return set()
+
+
+def _slot_copies(k: _Kernel) -> dict[tuple[str | None, int], tuple[str | None, int]]:
+    """Shared slots that are copies of another: the only store to slot S writes what a
+    ld.shared read from slot T (Gluon's default partition keeps the tensor-memory base at
+    global_smem+0 and copies it to another word for its workers). S -> the slot it copies,
+    followed to the first; a slot stored more than once is its own."""
+    if k.slot_copies is not None:
+        return k.slot_copies
+
+    def one(op: str) -> tuple[str | None, int] | None:
+        v = k.vals(op)
+        return (v[0], next(iter(v[1]))) if v is not None and v[1] is not None and len(v[1]) == 1 else None
+
+    stores: dict[tuple[str | None, int], list[Stmt]] = {}
+    for st in k.stmts:
+        if st.opcode.startswith("st.shared") and len(st.operands) == 2 and (slot := one(st.operands[0])):
+            stores.setdefault(slot, []).append(st)
+    copies: dict[tuple[str | None, int], tuple[str | None, int]] = {}
+    for slot, sts in stores.items():
+        ds = k.defs.get(sts[0].operands[1].strip(), []) if len(sts) == 1 else []
+        if len(ds) == 1 and ds[0].opcode.startswith("ld.shared") and ds[0].operands and \
+                (src := one(ds[0].operands[-1])) is not None and src != slot:
+            copies[slot] = src
+    for slot in list(copies):
+        seen = {slot}
+        while copies[slot] in copies and copies[slot] not in seen:
+            seen.add(copies[slot])
+            copies[slot] = copies[copies[slot]]
+    k.slot_copies = copies
+    return copies
 
 
 def _tmem_stores(k: _Kernel, b: Barrier) -> set[tuple[str | None, int]]:

@@ -42,7 +42,7 @@ PLANTED = [
     ("tirx_p5r_cfull_lane", 2, (S + "{196624,196632}", "count 128", "4 arrival(s) per phase")),
     # no fence.proxy.async between the epilogue's st.shared of Cs[b] and its arrive on c_full[b]
     # (+196704, the arrive at line 1339); warp 3 waits on c_full[b] and TMA-stores Cs[b]
-    ("tirx_p5_nofence", 5, ("st.shared (line 1320", "cp.async.bulk.tensor", "mbarrier.arrive (line 1339)",
+    ("tirx_p5_nofence", 5, ("st.shared.v4.u32 (line 1320", "cp.async.bulk.tensor", "mbarrier.arrive (line 1339)",
                             "fence.proxy.async")),
     # the MMA warp waits on full[s] with parity phase ^ 1: its first wait passes on the fresh barrier
     ("tirx_p5_mma_parity", 10, (S + "{196608,196616,196624,196632,196640}", "consumer (warp 1)", "parity 1")),
