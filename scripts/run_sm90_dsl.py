@@ -8,12 +8,13 @@ their results against torch.
     python3 scripts/run_sm90_dsl.py --only NAME [--only NAME ...]
 
 The kernels are imported from their generators (fixtures/src/gluon/*.py,
-fixtures/src/triton_tma/ws_variety.py and sweep_ws.py); nothing of them is copied here. Each
-kernel is run twice:
+fixtures/src/gluon/round6/gen_h6.py, fixtures/src/triton_tma/ws_variety.py and sweep_ws.py);
+nothing of them is copied here. Each kernel is run twice:
 
 1. "fixture": the committed binary, fixtures/cubins/<name>.sm_90a.cubin. The kernel is compiled
    exactly as its generator compiles it (the generator's own compile, with its typed signature
    and options: for the Gluon generators their main() with `write` replaced by a collector,
+   for gen_h6 `run_variants(VARIANTS, [name], gluon_src)` with common6's `write` replaced by one,
    `ws_variety.build(name)`, `sweep_ws.compile_variant(name)`); that compile supplies Triton's
    launcher, its metadata must match the committed .json, and the committed cubin replaces its
    binary before the first launch. `recompiled_ptx=same|differs` says whether the recompile's PTX
@@ -44,6 +45,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # leave no __pycache__ in fixtures/src
 ROOT = Path(__file__).resolve().parents[1]
 GLUON_DIR = ROOT / "fixtures" / "src" / "gluon"
+ROUND6_DIR = GLUON_DIR / "round6"
 TRITON_DIR = ROOT / "fixtures" / "src" / "triton_tma"
 PTX_DIR = ROOT / "fixtures" / "ptx"
 TIMEOUT_S = 120
@@ -72,6 +74,12 @@ KERNELS = {
                        "C = A @ B^T (fp8e4nv in, fp32 acc, bf16 out), persistent, device descriptors, 128x128x128"),
     "tws_h_kloop_w4_sm90": ("ws_variety", "h_gemm_kloop",
                             "C = A @ B^T (bf16), one tile per program, specialized K loop, 128x128x64"),
+    "h6_dual": ("gen_h6", "dual90",
+                "h = silu(A@B1) * (A@B2) (A MxK, B1/B2 KxN, bf16 in, fp32 acc, bf16 out), persistent, "
+                "64x64x64, 3-stage ring, TMA-store warp fed by a 2-deep smem ring"),
+    "h6_ksplit": ("gen_h6", "ksplit90",
+                  "C = A @ B (A MxK, B KxN, bf16), one 64x128 tile per program, even/odd k-steps split "
+                  "between two consumer warpgroups, partial sums added through smem"),
 }
 
 # Shapes: tile multiples of each design. The persistent h_gemm kernels get more tiles than an
@@ -87,6 +95,8 @@ SHAPES = {
     "tws_h_128x256_sm90": (4096, 4096, 512),   # 32 x 16 = 512 tiles
     "tws_h_fp8_sm90": (2048, 2048, 512),       # 16 x 16 = 256 tiles
     "tws_h_kloop_w4_sm90": (512, 512, 1024),
+    "h6_dual": (2048, 2048, 512),     # 32 x 32 = 1024 tiles of 64x64: ~7.8 per program on 132 SMs
+    "h6_ksplit": (512, 512, 1024),    # 8 x 4 programs; 16 k-steps, 8 per consumer: each of 4 stages used 4 times
 }
 
 NOT_FIXTURES = {"gluon_wide90_s2"}
@@ -95,7 +105,7 @@ REL_TOL = 2e-2  # max |out - ref| <= REL_TOL * max |ref|  (bf16 output rounding 
 
 
 def _paths():
-    for d in (GLUON_DIR, TRITON_DIR):
+    for d in (GLUON_DIR, TRITON_DIR, ROUND6_DIR):
         if str(d) not in sys.path:
             sys.path.insert(0, str(d))
 
@@ -119,6 +129,8 @@ def fixture_compile(name):
         return mod.build(name)
     if modname == "sweep_ws":
         return mod.compile_variant(name)
+    if modname == "gen_h6":
+        return _round6_compile(mod, name)
     if modname not in _GLUON_CACHE:
         got = {}
         orig = mod.write
@@ -132,6 +144,34 @@ def fixture_compile(name):
             sys.argv = argv
         _GLUON_CACHE[modname] = got
     return _GLUON_CACHE[modname][name]
+
+
+def _round6_compile(mod, name):
+    """`gen_h6.py NAME`: run_variants(VARIANTS, [NAME], gluon_src) with common6's `write` (fixtures/ptx, the
+    .ttgir, the cubin) replaced by a collector. run_variants points TRITON_CACHE_DIR at a fresh temporary
+    directory for the compile; it is put back (and that directory removed) afterwards."""
+    key = (mod.__name__, name)
+    if key not in _GLUON_CACHE:
+        common = sys.modules[mod.run_variants.__module__]  # common6: run_variants calls its module's write
+        got = {}
+        orig, cache = common.write, os.environ.get("TRITON_CACHE_DIR")
+        common.write = lambda k, n, arch: got.__setitem__(n, k)  # collect instead of writing fixtures/
+        try:
+            mod.run_variants(mod.VARIANTS, [name], mod.gluon_src)
+        finally:
+            common.write = orig
+            fresh = os.environ.get("TRITON_CACHE_DIR")
+            if cache is None:
+                os.environ.pop("TRITON_CACHE_DIR", None)
+            else:
+                os.environ["TRITON_CACHE_DIR"] = cache
+            if fresh and fresh != cache and Path(fresh).name.startswith("tc6_"):
+                import shutil
+                shutil.rmtree(fresh, ignore_errors=True)
+        if name not in got:
+            raise RuntimeError(f"{mod.__name__} did not compile {name} (its error is on stderr)")
+        _GLUON_CACHE[key] = got[name]
+    return _GLUON_CACHE[key]
 
 
 CUBIN_DIR = ROOT / "fixtures" / "cubins"
@@ -279,6 +319,49 @@ def setup(name):
                 if c.data_ptr() not in ydescs:
                     ydescs[c.data_ptr()] = (c, gdesc(c, [BM, BN]))
                 return [xd, ydescs[c.data_ptr()][1], n_tiles]
+    elif modname == "gen_h6":
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        def gdesc(t, block):  # as common6.gdesc: NVMMASharedLayout.get_default_for(block, bf16), row-major
+            return TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+
+        _, _, _, num_warps, consts = mod.VARIANTS[name]
+        consts = dict(consts)
+        BM, BN, BK = consts["BM"], consts["BN"], consts["BK"]
+        assert M % BM == 0 and N % BN == 0 and K % BK == 0
+        make_c = lambda: torch.full((M, N), float("nan"), device=dev, dtype=torch.bfloat16)
+        cdescs = {}
+
+        def cdesc(c):  # C is M x N, stored in [BM, BN] boxes
+            if c.data_ptr() not in cdescs:
+                cdescs[c.data_ptr()] = (c, gdesc(c, [BM, BN]))
+            return cdescs[c.data_ptr()][1]
+
+        if attr == "dual90":
+            # A is M x K, loaded in [BM, BK] boxes at [row, k*BK]; B1 and B2 are K x N, [BK, BN] boxes at
+            # [k*BK, col] (wgmma B [BK, BN]). A is scaled by 1/sqrt(K) so that g and u are ~N(0, 1) and
+            # silu's curve (not only its ReLU-like tails) is checked.
+            a = (torch.randn(M, K, device=dev, dtype=torch.float32) / K ** 0.5).to(torch.bfloat16)
+            b1 = torch.randn(K, N, device=dev, dtype=torch.float32).to(torch.bfloat16)
+            b2 = torch.randn(K, N, device=dev, dtype=torch.float32).to(torch.bfloat16)
+            g, u = a.double() @ b1.double(), a.double() @ b2.double()
+            ref = (torch.nn.functional.silu(g) * u).float()  # the kernel: (g / (1 + exp(-g))) * u in fp32
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            grid = (min(sms, (M // BM) * (N // BN)), )  # persistent: tiles strided by num_programs
+            ad, b1d, b2d = gdesc(a, [BM, BK]), gdesc(b1, [BK, BN]), gdesc(b2, [BK, BN])
+
+            def args(c):
+                return [ad, b1d, b2d, cdesc(c), M, N, K]
+        else:  # ksplit90: one [BM, BN] tile per program at (program_id(0), program_id(1))
+            a = torch.randn(M, K, device=dev, dtype=torch.float32).to(torch.bfloat16)
+            b = torch.randn(K, N, device=dev, dtype=torch.float32).to(torch.bfloat16)  # [BK, BN] at [k*BK, col]
+            ref = (a.double() @ b.double()).float()  # even k-steps + odd k-steps (fp32 partial via smem)
+            grid = (M // BM, N // BN)
+            ad, bd = gdesc(a, [BM, BK]), gdesc(b, [BK, BN])
+
+            def args(c):
+                return [ad, bd, cdesc(c), K]
     else:  # ws_variety: h_gemm / h_gemm_kloop, device descriptors (tl.make_tensor_descriptor)
         v = mod.VARIANTS[name]
         consts = dict(v["c"])
