@@ -215,12 +215,15 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
             "correction" if tmem_rw and (_rescales_tmem([stmts[i] for i in idx]) or not to_global and any(
                 o.startswith(("mul.f32", "mul.rn.f32", "mul.ftz.f32")) for o in ops)) else None
         # what stores a result out (to global memory, or by TMA from shared) after reading the
-        # accumulator, with no MMA and no TMA load of its own, is the epilogue, whatever else
-        # it reads or computes on the way: a bias (ld.global, Triton's cp.async prefetch of
-        # it), an activation (the exp2 of a sigmoid or GELU)
-        epilogue = attn != "correction" and not mma and to_global and any(o.startswith("tcgen05.ld") or (
-            o.startswith("cp.async.bulk") and ".global.shared" in o) for o in ops) and not any(
-            o.startswith("cp.async.bulk") and _PRODUCER.match(o) for o in ops)
+        # accumulator, with no MMA, is the epilogue, whatever else it reads or computes on the
+        # way: a bias (ld.global, Triton's cp.async prefetch of it), an activation (the exp2 of
+        # a sigmoid or GELU). A TMA load of its own (a residual tile, Triton's persistent
+        # `flatten=True` default partition) leaves it the epilogue where it reads the
+        # accumulator from tensor memory; on Hopper, with no tcgen05.ld, it is a producer's
+        reads_acc = any(o.startswith("tcgen05.ld") for o in ops)
+        epilogue = attn != "correction" and not mma and to_global and (reads_acc or any(
+            o.startswith("cp.async.bulk") and ".global.shared" in o for o in ops) and not any(
+            o.startswith("cp.async.bulk") and _PRODUCER.match(o) for o in ops))
         # Cluster Launch Control: the warp that asks for the next tile (try_cancel) and hands
         # it to the others, with no copies or math of its own
         sched = any(o.startswith("clusterlaunchcontrol.try_cancel") for o in ops) and not mma and not prod
@@ -228,11 +231,16 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
         # memory each block, O / l out at the end) is the softmax: its row maxima tell it from
         # an epilogue's activation (SiLU, GELU: exp2 but no maximum; ReLU: a maximum, no exp2)
         # (CuTe writes the maximum as a compare and a select: setp.le.f32 + selp.f32)
+        # A score activation without maxima (sigmoid attention) hands P to the next MMA in
+        # tensor memory (tcgen05.st of computed values); an epilogue's tcgen05.st only zeroes
+        # the accumulator (one register repeated)
         if attn == "softmax" and epilogue:
             maxima = sum(o.startswith(("max.f32", "max.ftz.f32", "max.NaN.f32")) for o in ops) + min(
                 sum(o.startswith(("setp.le.f32", "setp.lt.f32", "setp.ge.f32", "setp.gt.f32")) for o in ops),
                 sum(o.startswith("selp.f32") for o in ops))
-            epilogue = maxima < 4
+            hands_p = any(stmts[i].opcode.startswith("tcgen05.st") and len(stmts[i].operands) > 1 and
+                          len(set(re.findall(r"%\w+", stmts[i].operands[1]))) > 1 for i in idx)
+            epilogue = maxima < 4 and not hands_p
         kind = "scheduler" if sched else "epilogue" if epilogue else attn if attn else \
             "producer+consumer" if prod and cons else "producer" if prod else "consumer" if cons else \
             "epilogue" if any(_EPILOGUE.match(o) for o in ops) else \

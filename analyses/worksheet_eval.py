@@ -854,17 +854,32 @@ class _Kernel:
         """The values of a stage counter that wraps: `n = op + c; op = (n == N) ? 0 : n`
         (`setp.eq p, n, N; selp op, 0, n, p`, as CuTe DSL and nvcc step a ring's stage), with
         every other definition of `op` a constant: its start, start + c, ... below N, and
-        the value it wraps to."""
+        the value it wraps to. The test may be an order (`setp.gt p, n, N - 1`, Triton's
+        persistent `flatten=True` loop); a start outside the ring (Triton's -1, stepped
+        before its first use) counts only where every read of `op` follows the wrap."""
         ops = s.operands[1:]
         flag = self.defs.get(ops[2], [])
         if len(flag) != 1 or not flag[0].opcode.startswith("setp.") or len(flag[0].operands) != 3:
             return None
         cmp, (x, y) = flag[0].opcode.split(".")[1], flag[0].operands[1:]
-        # the value chosen when the counter reaches N, and the one chosen otherwise
-        reset, nxt = (ops[0], ops[1]) if cmp == "eq" else (ops[1], ops[0]) if cmp == "ne" else (None, None)
-        if nxt is None or nxt not in (x, y):
+        # the value chosen when the counter reaches N, and the one chosen otherwise; for an
+        # order, `n REL L` normalized with n on the left, and N the first value wrapped
+        past = 0
+        if cmp in ("eq", "ne"):
+            reset, nxt = (ops[0], ops[1]) if cmp == "eq" else (ops[1], ops[0])
+        elif cmp in ("gt", "ge", "lt", "le") and y in (ops[0], ops[1]) and x not in (ops[0], ops[1]):
+            rel = {"gt": "lt", "ge": "le", "lt": "gt", "le": "ge"}[cmp]  # `L REL' n`: n on the right
+            x, y = y, x
+            reset, nxt = (ops[0], ops[1]) if rel in ("gt", "ge") else (ops[1], ops[0])
+            past = 1 if rel in ("gt", "le") else 0
+        elif cmp in ("gt", "ge", "lt", "le"):
+            reset, nxt = (ops[0], ops[1]) if cmp in ("gt", "ge") else (ops[1], ops[0])
+            past = 1 if cmp in ("gt", "le") else 0
+        else:
             return None
-        limit = self.vals(y if nxt == x else x, depth + 1)
+        if nxt not in (x, y):
+            return None
+        limit = _shift(self.vals(y if nxt == x else x, depth + 1), past)
         back = self.vals(reset, depth + 1)  # type: ignore[arg-type]
         step_def = self.defs.get(nxt, [])
         if len(step_def) != 1 or step_def[0].opcode.split(".")[0] != "add" or op not in step_def[0].operands[1:]:
@@ -889,8 +904,21 @@ class _Kernel:
         out = set(range(r, n, step)) if 0 <= r < n else {r}
         for v in starts:
             for first in v[1]:  # type: ignore[union-attr]
+                if not 0 <= first < n and self._read_after(op, s, step_def[0]):
+                    first += step  # never read before its first step
+                    if not 0 <= first < n:
+                        continue  # the step wraps it: the reset value, already in
                 out |= set(range(first, n, step))
         return frozenset(out) if all(0 <= x < n for x in out) else None
+
+    def _read_after(self, op: str, wrap: Stmt, step: Stmt) -> bool:
+        """Every statement that reads `op`, but the step that computes its next value, reads
+        the value the wrap `wrap` wrote: in its own block (`_local_def`) or as the one
+        definition that reaches it from a block the wrap dominates (`_reaching`)."""
+        readers = [u for u in self.stmts if u is not step and u is not wrap
+                   and any(re.search(rf"{re.escape(op)}(?![\w$])", o) for o in u.operands[1:])]
+        return bool(readers) and all((d := self._local_def(op, u)) is wrap or
+                                     d is None and self._reaching(op, self.index[id(u)]) is wrap for u in readers)
 
     def _start(self, d: Stmt, wrap: Stmt, depth: int) -> Val:
         """What `mov op, src` before a loop gives `op` (the wrap `wrap` is its update): a

@@ -841,15 +841,20 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
         p = k.threads(i)
         store = _addr(k, s.operands[0], p)
         readers, arrives = walk(i + 1)
-        hits = [(x, None) for x in readers]
+        # (the walk follows the control flow, through a dispatch loop's back edge into other
+        # roles' code too: a reader or an arrive counts only where threads that ran the step
+        # before it run it)
+        hits = [(x, None) for x in readers if _runs_with(k, x, p)]
         for a in arrives:
+            if not _runs_with(k, a, p):
+                continue
             for j in waits:
                 q = k.threads(j)
                 if p is not None and q is not None and q <= p:
                     continue  # the storing threads' own wait: the forward walk covers them
                 if not _same_barrier(k, stmts[a].operands[1], stmts[j].operands[1]):
                     continue
-                hits += [(x, (a, j)) for x in walk(j + 1)[0]]
+                hits += [(x, (a, j)) for x in walk(j + 1)[0] if _runs_with(k, x, q)]
         for x, via in hits:
             ov = _overlap(store, reads(x))
             if ov is False:
@@ -887,6 +892,12 @@ def _flag_proxy_fence(k: _Kernel, stmts: list[Stmt]) -> list[Flag]:
                             "whether the reader's bytes include the stored ones is not derived from the PTX: the "
                             "proxy fence is not checked there", Basis.ASSUMPTION))
     return [best[1]] if best else []
+
+
+def _runs_with(k: _Kernel, x: int, threads: frozenset | None) -> bool:
+    """Some of `threads` run statement x (where both are derived; else it may)."""
+    q = k.threads(x)
+    return q is None or threads is None or bool(q & threads)
 
 
 def _variable_slot(k: _Kernel, store: tuple[str, frozenset | None]) -> bool:
