@@ -445,6 +445,7 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
     stmts = k.stmts
     resolved: list[tuple[str, int, str, str | None, frozenset | None, tuple | None]] = []
     assumed: set[int] = set()  # operations whose barrier is a ring taken as an assumption
+    bounded: set[int] = set()  # of those, the ones whose stage index the PTX wraps (ring_span)
     inits: dict[str, set[int]] = {}  # the offsets of every init whose address is decided
     early: dict[int, tuple[str, frozenset]] = {}  # inits through a loop's pointer before the loop runs
     for kind, i, op in ops:
@@ -496,6 +497,8 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         if ring is not None and (v is None or v[0] is None or ring[1] != frozenset(inits.get(ring[0], ()))):
             v = ring
             assumed.add(i)
+            if k.ring_span(op) is not None:
+                bounded.add(i)
             k.notes.append(Item("handoff.barrier", f"line {stmts[i].line}: address {op.strip('[] ')} is "
                                 f"{_fmt(v[0], frozenset({min(v[1])}))} plus a stage index the PTX computes in a "
                                 f"loop: taken as the ring of the {len(v[1])} barrier(s) initialized from there "
@@ -567,7 +570,9 @@ def _barriers(k: _Kernel, ops: list[tuple[str, int, str]], site) -> tuple[Barrie
         s = stmts[i]
         # the barriers it reaches, where its address decides them (not a ring taken as an
         # assumption, not a peer's): Wait.slots / Arrive.slots
-        reach = {x[1] for x in c} if sym is not None and i not in assumed and peer is None and all(
+        # (a ring taken from its base and step counts where the PTX's own wrap bounds its
+        # index: `i - (i / STAGES) * RING` walks every barrier up to RING)
+        reach = {x[1] for x in c} if sym is not None and (i not in assumed or i in bounded) and peer is None and all(
             x[1] is not None for x in c) else set()
         if ".multicast" in s.opcode:
             addr += " in every CTA of its mask (multicast)"

@@ -272,7 +272,8 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                                 f"through mbarriers ({r1} arrives on {o1}, which {r2} waits on; {r2} on {o2}, which "
                                 f"{r1} waits on): taken as taking turns, each phase released by one of them",
                                 Basis.ASSUMPTION))
-        both = _slot_arrivals(b, pops) if total != count else None
+        # (per barrier, the arrivals of roles taking turns are not summed: one role's a phase)
+        both = _slot_arrivals(b, pops) if total != count and pair is None else None
         if both is not None and all(n == count for n in both[0].values()):
             # every site's barriers are decided and each barrier gets `count`: the group's sum
             # added arrivals that land on different barriers (MMA warp c commits acc_ready[c])
@@ -303,7 +304,7 @@ def _flag_counts(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                                 b.inits[0][0].line))
             if bad:
                 continue
-        if total == count and (short := _short_slot(b, pops, count)) is not None:
+        if total == count and pair is None and (short := _short_slot(b, pops, count)) is not None:
             out.append(Flag(2, FLAG_NAMES[2], short, Basis.EVIDENCE, b.inits[0][0].line))
             continue
         if total != count:
