@@ -402,8 +402,42 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
     flags += _flag_released_before_use(k, barriers)
     flags += _flag_never_waited(k, barriers)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
-                       tuple(lifetime), tuple(k.notes), tuple(flags), k.dispatch_table_lines(),
+                       tuple(lifetime), _merged_notes(k.notes), tuple(flags), k.dispatch_table_lines(),
                        _unchecked(k, barriers))
+
+
+def _merged_notes(notes: list[Item]) -> tuple[Item, ...]:
+    """The notes, those that say the same thing of several lines said once (Triton's
+    dispatch reads its partition table at every entry of a loop: 49 notes, one per line,
+    become one that names the lines)."""
+    groups: dict[tuple, list[int]] = {}
+    first: dict[tuple, int] = {}
+    for i, n in enumerate(notes):
+        m = re.match(r"line (\d+): ", n.text)
+        key = (n.aspect, n.basis, n.text[m.end():] if m else n.text, bool(m))
+        groups.setdefault(key, []).append(int(m.group(1)) if m else i)
+        first.setdefault(key, i)
+    out: list[Item] = []
+    for key in sorted(groups, key=first.__getitem__):
+        aspect, basis, text, lined = key
+        if not lined or len(groups[key]) == 1:
+            out += [notes[first[key]]] if not lined else [Item(aspect, f"line {groups[key][0]}: {text}", basis)]
+            if not lined:
+                out += [notes[i] for i in groups[key][1:]]  # the same note twice: kept as it came
+            continue
+        out.append(Item(aspect, f"lines {_line_runs(sorted(set(groups[key])))}: {text}", basis))
+    return tuple(out)
+
+
+def _line_runs(lines: list[int]) -> str:
+    """1, 2, 3, 7 -> '1-3, 7' (consecutive lines as a run)."""
+    runs: list[list[int]] = []
+    for x in lines:
+        if runs and x == runs[-1][1] + 1:
+            runs[-1][1] = x
+        else:
+            runs.append([x, x])
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
 
 
 def _unchecked(k: _Kernel, barriers: tuple[Barrier, ...]) -> tuple[str, ...]:

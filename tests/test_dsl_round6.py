@@ -84,3 +84,13 @@ def test_each_partition_is_named_with_its_warps_and_job(name):
     for want in ROLES[name]:
         assert any(t.startswith(want) for t in texts), (want, texts)
     assert len(texts) == len(ROLES[name]), texts
+
+
+def test_a_note_said_of_many_lines_is_said_once():
+    """Triton's dispatch reads its partition table at each entry of its loop: the note that
+    says each thread's branch rests on that table is one line that names every place, not
+    one line per place."""
+    k = ptx_sheet("t6_biasmax_s3_w8")
+    table = [n.text for n in k.notes if "each thread's branch is decided by a table" in n.text]
+    assert len(table) == 1, table
+    assert table[0].startswith(("line ", "lines ")), table
