@@ -1290,6 +1290,133 @@ def _same_index(k: _Kernel, bar: str, tmem: str) -> bool:
     return vb <= vt
 
 
+_TMEM_WIDTH = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4, "16x32bx2": 1}
+
+
+def _tmem_published_early(k: _Kernel, b: Barrier) -> list[Flag]:
+    """Flag 14, the writer's side: a role arrives on b and only then writes tensor memory
+    (tcgen05.st, before its next wait) at columns that b's waiters read (tcgen05.mma's A
+    operand in tensor memory, tcgen05.ld, after their wait on b and before their next wait):
+    attention's softmax publishing P before storing it. The waiter's MMA may read P before it is written (a race, no hang). Columns are
+    compared as a shared slot (the tensor-memory address kept there, through the copies the
+    default partition makes for its workers) plus a constant; the write's width is its
+    shape times its repeat; lanes (the address's high half) are not compared. Where the
+    write is indexed (a buffer b), the barrier must be indexed by the same register."""
+    stmts = k.stmts
+    readers = []
+    # what the waiters read after their wait on b, up to their next wait
+    after = sorted({x for w in b.waiters if (j := k.stmt_of(w.site)) is not None and (q := k.threads(j)) is not None
+                    for x in _after(k, j, q)})
+    for x in after:
+        st = stmts[x]
+        o = st.opcode
+        if not o.startswith(("tcgen05.mma", "tcgen05.ld")) or not st.operands:
+            continue
+        ops = [st.operands[1]] if o.startswith("tcgen05.mma") and len(st.operands) > 1 and \
+            st.operands[1].strip().startswith("[") else [st.operands[-1]] if o.startswith("tcgen05.ld") else []
+        readers += [(x, c) for op in ops if (c := _tmem_cols(k, op.strip("[] "))) is not None]
+    if not readers:
+        return []
+    for a in b.arrivers:
+        if a.kind != "arrive":
+            continue
+        i = k.stmt_of(a.site)
+        p = k.threads(i) if i is not None else None
+        if i is None or p is None or not k.work_loop(i):
+            continue
+        walls = [x for x in _after(k, i, p, stop_at_wait=False, trip=True) if stmts[x].opcode.startswith(_WAIT)]
+        for x in _after(k, i, p, trip=True):
+            st = stmts[x]
+            if not st.opcode.startswith("tcgen05.st") or not st.operands or any(_forward(k, w, x) for w in walls):
+                continue
+            m = re.search(r"\.(\d+x\d+b(?:x2)?)\.x(\d+)", st.opcode)
+            w = _tmem_cols(k, _tmem_operand(st))
+            if m is None or w is None or m.group(1) not in _TMEM_WIDTH:
+                continue
+            slot, lo, leaves = w
+            if leaves and not _same_index(k, _mbar_operand(stmts[i]), _tmem_operand(st)):
+                continue
+            hi = lo + _TMEM_WIDTH[m.group(1)] * int(m.group(2))
+            hit = next((r for r, (s2, c2, _) in readers if s2 == slot and lo <= c2 < hi), None)
+            if hit is None:
+                continue
+            r = stmts[hit]
+            return [Flag(14, FLAG_NAMES[14], f"{a.site.role} arrives on {b.name} ({_where(a.site)}) and only then "
+                         f"writes tensor memory ({st.opcode}, line {st.line}, columns {lo}-{hi - 1} from the address "
+                         f"kept at {_fmt_slot(slot)}) that its waiters read ({r.opcode}, line {r.line}): the waiter "
+                         "may read the columns before they are written (a race, no hang). Write, then "
+                         "tcgen05.wait::st, then arrive", Basis.EVIDENCE, a.site.line)]
+    return []
+
+
+def _fmt_slot(slot: tuple[str | None, int]) -> str:
+    return f"{slot[0]}+{slot[1]}" if slot[1] else str(slot[0])
+
+
+def _tmem_cols(k: _Kernel, op: str) -> tuple[tuple[str | None, int], int, frozenset] | None:
+    """A tensor-memory address as (the shared slot its base is loaded from, the constant
+    column offset from that base, the other registers its column varies with): its linear
+    form, with a slot that holds the base plus a constant (`st.shared [S], base + 128`, the
+    address Gluon's default partition hands its workers) followed to that base, and terms
+    that only set lanes (the address's high half: `warp & 3` shifted by 21) left out. None
+    where no single slot is its base."""
+    f = k._linear(op, 0) if op else None
+    if f is None or f[0] is not None:
+        return None
+    slot = None
+    col = f[2]
+    leaves = set()
+    for r, c in f[1].items():
+        if not c:
+            continue
+        src = _slot_source(k, r)
+        if src is not None and c == 1:
+            if slot is not None:
+                return None
+            slot, col = src[0], col + src[1]
+            continue
+        v = k.vals(r)
+        if v is not None and v[0] is None and v[1] and all((x * c) % 65536 == 0 for x in v[1]):
+            continue  # lanes only
+        ds = k.defs.get(r, [])
+        if len(ds) == 1 and ds[0].opcode.startswith("and") and len(ds[0].operands) == 3 and \
+                (m := _const(k, ds[0].operands[2])) is not None and (m * c) % 65536 == 0:
+            continue  # a mask of high bits: lanes only
+        leaves.add(r)
+    return None if slot is None else (slot, col, frozenset(leaves))
+
+
+def _slot_source(k: _Kernel, r: str) -> tuple[tuple[str | None, int], int] | None:
+    """(base slot, offset) when register r is loaded from a shared slot: the slot itself,
+    or, where the slot's only store wrote another slot's value plus a constant, that slot
+    and the constant."""
+    ds = k.defs.get(r, [])
+    if len(ds) != 1 or not ds[0].opcode.startswith("ld.shared") or not ds[0].operands:
+        return None
+    v = k.vals(ds[0].operands[-1])
+    if v is None or v[1] is None or len(v[1]) != 1:
+        return None
+    slot = (v[0], next(iter(v[1])))
+    off = 0
+    for _ in range(4):
+        if slot in _slot_copies(k):
+            slot = _slot_copies(k)[slot]
+            continue
+        stores = [st for st in k.stmts if st.opcode.startswith("st.shared") and len(st.operands) == 2
+                  and (w := k.vals(st.operands[0])) is not None and w[1] == frozenset({slot[1]}) and w[0] == slot[0]]
+        if len(stores) != 1:
+            break
+        f = k._linear(stores[0].operands[1].strip(), 0)
+        if f is None or f[0] is not None or len([c for c in f[1].values() if c]) != 1:
+            break
+        (reg, c), = [(x, y) for x, y in f[1].items() if y]
+        inner = _slot_source(k, reg) if c == 1 else None
+        if inner is None:
+            break
+        slot, off = inner[0], off + inner[1] + f[2]
+    return slot, off
+
+
 def _tmem_operand(s: Stmt) -> str:
     """The tensor-memory address a tcgen05 instruction names: the destination of an MMA or a
     store (`[%r + 0]` first), the source of a load (its last operand)."""
@@ -2062,6 +2189,7 @@ def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list
         if mma_after:
             out += _tmem_released_early(k, b)
         out += _store_released_early(k, b)
+        out += _tmem_published_early(k, b)
         if not fills:
             continue
         span: dict[str | None, tuple[int, int]] = {}
