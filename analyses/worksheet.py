@@ -92,12 +92,16 @@ _JOBS = tuple((re.compile(p), job) for p, job in (
     (r"tcgen05\.mma", "MMA issue (tcgen05)"), (r"mma\.sync", "MMA (mma.sync)"),
     (r"(fma|mad)\.(rn\.)?f|mul\.(rn\.)?f", "FMA math"), (r"tcgen05\.ld", "tensor-memory load"),
     (r"cp\.(reduce\.)?async\.bulk(\.tensor\.\w+)?\.global\.shared", "TMA store"),
-    (r"(st|red)\.global", "global stores")))
+    (r"(st|red)\.global", "global stores"), (r"atom\.global\.(?!.*\.(add|inc|dec|cas|exch)\.[usb]\d)", "global atomics")))
 
 
 def _stores_out(o: str) -> bool:
-    """A store to global memory, or a TMA store from shared memory."""
-    return o.startswith("st.global") or (o.startswith("cp.async.bulk") and ".global.shared" in o)
+    """A store to global memory, a TMA store from shared memory, or an atomic that writes a
+    result there (a column maximum, a split-K sum: `atom.global.max.s32`, `red.global.add.f32`);
+    an integer fetch-and-add, exchange or compare-and-swap is a counter or a lock (a tile
+    scheduler's), not a result."""
+    return o.startswith("st.global") or (o.startswith("cp.async.bulk") and ".global.shared" in o) or (
+        o.startswith(("atom.global", "red.global")) and not re.search(r"\.(add|inc|dec|cas|exch)\.[usb]\d+", o))
 
 
 _REGS = re.compile(r"%[\w.]+")
