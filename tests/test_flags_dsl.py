@@ -137,20 +137,25 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
                 "g_attn_corr_ph.ptx",
                 # a split-K reduction read before its partial is stored; a normalize pass's TMEM
                 # rewrite read before it happens (the base reaches the reader through a copied slot)
-                "h6_ksplit_redph.ptx", "b6_norm_ndph.ptx"},
+                "h6_ksplit_redph.ptx", "b6_norm_ndph.ptx",
+                # attention's softmax reads S, and a split-K epilogue the second MMA warp's
+                # accumulator, before the commit that publishes it
+                "e7_attn_sph.ptx", "e7_ks_d1ph.ptx"},
            11: {"tirx_pgemm_early_dealloc.ptx", "h5_dacc_freeearly.ptx"},
            12: {"gluon_zp5_noflip.ptx", "tws3_tri_s5_sm100_noflip.ptx", "cute_wgpersist_nophase.ptx",
                "tirx_p5_noflip.ptx", "g_attn2p_vnoflip.ptx", "tirx_2p_bnoflip.ptx", "h4_pp2p_noflip.ptx",
                # (h4_pp2p_order: its barriers decided, flag 2 names what the bug causes instead)
                "h4_pp2p_ordint.ptx", "h5_dacc_accnoflip.ptx", "g5_pgemm_accnoflip.ptx", "b6_twoepi_noflip.ptx",
-               "b6_sring_cnoflip.ptx"},
+               "b6_sring_cnoflip.ptx", "e7_attn_pnoflip.ptx"},
            # (t_bscale_fp8_s3_w8_wrap4's counter wraps at 4 on 3 stages: starting at 2 with phase 1,
            # its first trip waits for parity 1 on ready[3], never initialized: flag 10 there is an
            # assumption that names flag 13)
            13: {"gluon_unroll3_wrap4.ptx", "t_bscale_fp8_s3_w8_wrap4.ptx", "h5_dacc_cstages.ptx", "b6_sring_wrap4.ptx"},
            14: {"g5_pgemm_accrelearly.ptx", "h5_dacc_storeearly.ptx", "gluon_zp5_early.ptx", "cute_grouped_relfirst.ptx",
                 "gluon_h_lag6_relcur.ptx", "g_attn2p_kearly.ptx", "g_fa2sm_krel.ptx", "h4_attn_vearly.ptx",
-                "h4_attn90_vearly.ptx", "h6_dual_relearly.ptx", "b6_norm_relfirst.ptx"},
+                "h4_attn90_vearly.ptx", "h6_dual_relearly.ptx", "b6_norm_relfirst.ptx", "e7_pp_relearly.ptx",
+                # P arrived on before its tcgen05.st: the MMA reads it from tensor memory unwritten
+                "e7_attn_pearly.ptx"},
            15: {"tws3_grouped_s3_sm100_wrongarr.ptx"}}
 
 
