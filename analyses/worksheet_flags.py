@@ -1054,6 +1054,7 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                 changed = True
     stuck = [w for w in waits if w[1] in blocked and any(a[0] == w[0] for a in arrivals)]
     flags10 = _flag_premature_pass(k, barriers, waits)
+    flags10 += _flag_turns_both_open(barriers, waits, {f.line for f in flags10})
     if unchecked:
         k.notes.append(Item("handoff.phase", f"{unchecked} wait(s) whose first-trip parity or threads are not "
                             "derived (a kernel argument, data or an unresolved address decides them): the order of "
@@ -1072,6 +1073,50 @@ def _flag_phase_order(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                  "role can move (deadlock on the first trip). The role that fills a stage first waits on its "
                  "'empty' barrier with parity 1 on the first pass (phase ^ 1): check the first wait's parity",
                  Basis.EVIDENCE, stuck[0][4].site.line)] + flags10  # type: ignore[attr-defined]
+
+
+def _flag_turns_both_open(barriers: tuple[Barrier, ...], waits: list, flagged: set[int]) -> list[Flag]:
+    """Flag 10 on a turn: two roles hand each other a token through a pair of barriers that
+    carry no data (plain arrives: X arrives on B1, which Y waits on; Y on B2, which X waits
+    on: ping-pong consumers ordered by mbarriers). Exactly one side may start: its first
+    wait asks for parity 1 and passes on the fresh barrier, the other's for parity 0. When
+    both first waits ask for parity 1 (derived), both pass at once and run their first turn
+    together: the order the token keeps is lost from the first trip (a race, no hang).
+    Each barrier of the pair is one barrier (not a ring)."""
+    firsts: dict[int, dict[str, set]] = {}
+    for n, _, _, parity, w in waits:
+        firsts.setdefault(n, {}).setdefault(w.site.role, set()).add(parity)
+    out: list[Flag] = []
+
+    def token(b: Barrier) -> tuple[str, str] | None:
+        arr = {a.site.role for a in b.arrivers if a.arrivals}
+        wt = {w.site.role for w in b.waiters}
+        # (one barrier each way: a ring's empty barriers, whose roles swap in another region of
+        # the kernel, are stages, not a token)
+        if len(arr) != 1 or len(wt) != 1 or arr == wt or len(b.slots) > 1 or \
+                any(a.kind != "arrive" for a in b.arrivers if a.arrivals):
+            return None
+        return next(iter(arr)), next(iter(wt))
+
+    tokens = {n: t for n, b in enumerate(barriers) if (t := token(b)) is not None}
+    for n1, (x, y) in tokens.items():
+        for n2, (y2, x2) in tokens.items():
+            if n2 <= n1 or (y2, x2) != (y, x):
+                continue
+            px, py = firsts.get(n2, {}).get(x), firsts.get(n1, {}).get(y)
+            if px != {1} or py != {1}:
+                continue
+            wx = next(w for n, _, _, _, w in waits if n == n2 and w.site.role == x)
+            wy = next(w for n, _, _, _, w in waits if n == n1 and w.site.role == y)
+            if wx.site.line in flagged or wy.site.line in flagged:
+                continue
+            out.append(Flag(10, FLAG_NAMES[10], f"{x} and {y} hand each other a turn through {barriers[n1].name} "
+                            f"({x} arrives, {y} waits) and {barriers[n2].name} ({y} arrives, {x} waits), but both "
+                            f"first waits ask for parity 1 ({x} at line {wx.site.line}, {y} at line {wy.site.line}): "
+                            "on the fresh barriers both pass at once and run their first turn together, so the order "
+                            "the token keeps is lost (a race, no hang). The side that goes second waits for parity 0 "
+                            "first", Basis.EVIDENCE, wy.site.line))
+    return out
 
 
 # what a role reads after a wait: shared-memory data (matrix descriptors, generic loads, a TMA

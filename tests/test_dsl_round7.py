@@ -46,14 +46,8 @@ PLANTED = [
     # gets two arrivals on count 1, done1 none while the epilogue waits on it
     _case("e7_ks_wrongdone", [2, 2], "nothing ever arrives"),
     _case("e7_ks_d1ph", [10], G + "147672 for parity 1"),
-    _xfail("e7_pp_turnph", [10], G + "196824",
-           reason="not flagged: consumer 1 waits the turn barrier mma_turn[1] (global_smem+196824, line 524) for "
-                  "first parity 1, so both consumer warpgroups start their k loops at once and consumer 1's ready[] "
-                  "waits pass on phases filled for consumer 0's tile (a race, no hang). The parity is derived, but "
-                  "flag 10 fires only where the barrier passed early publishes data read after it; mma_turn "
-                  "publishes none, it orders two roles' use of a ring guarded by other barriers. Not checked: in a "
-                  "cycle of barriers where each role waits one and arrives the next, only one role may start "
-                  "with first parity 1"),
+    # consumer 1's first wait on its turn barrier asks for parity 1 too: both start at once
+    _case("e7_pp_turnph", [10], "both first waits ask for parity 1"),
     _xfail("e7_ks_nowait1", [15], G + "147672",
            reason="not flagged: the epilogue never waits done1 (global_smem+147672, committed by MMA warp 6 at line "
                   "1244, no waiter) and reads acc[1] (tensor-memory columns 128-255, written by warp 6's "

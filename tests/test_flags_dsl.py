@@ -137,7 +137,7 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
                 "g_attn_corr_ph.ptx",
                 # a split-K reduction read before its partial is stored; a normalize pass's TMEM
                 # rewrite read before it happens (the base reaches the reader through a copied slot)
-                "h6_ksplit_redph.ptx", "b6_norm_ndph.ptx",
+                "h6_ksplit_redph.ptx", "b6_norm_ndph.ptx", "e7_pp_turnph.ptx",
                 # attention's softmax reads S, and a split-K epilogue the second MMA warp's
                 # accumulator, before the commit that publishes it
                 "e7_attn_sph.ptx", "e7_ks_d1ph.ptx"},
