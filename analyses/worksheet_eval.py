@@ -225,6 +225,14 @@ class _Kernel:
                 return lambda t: 0 if (x := a(t)) == 0 or (y := b(t)) == 0 else None if x is None or y is None \
                     else int(bool(x) and bool(y))
             return lambda t: 1 if (x := a(t)) or (y := b(t)) else None if x is None or y is None else 0
+        if base == "setp" and len(args) == 2 and not all(args) and s.opcode.split(".")[1] in ("eq", "ne"):
+            # `(rank | lane | warp & 3) != 0`: an or of values, some not derived from %tid.x,
+            # against 0: a thread whose derived part is nonzero is decided, the others not
+            zero = [i for i, o in enumerate(s.operands[1:]) if o.strip() in ("0", "0x0")]
+            nz = self._nonzero(s.operands[2 - zero[0]].strip(), depth + 1) if len(zero) == 1 else None
+            if nz is not None:
+                hit = int(s.opcode.split(".")[1] == "ne")
+                return lambda t: hit if nz(t) else None
         if base == "setp" and len(args) == 2 and all(args):
             cmp = s.opcode.split(".")[1]
             a, b = _compared(s.opcode, args[0], args[1])
@@ -249,6 +257,41 @@ class _Kernel:
             g = ops2[base]
             return lambda t: None if (x := a(t)) is None or (y := b(t)) is None else g(x, y)
         return None
+
+    def _nonzero(self, op: str, depth: int) -> Fn | None:
+        """t -> True where an integer `or` of several values is surely nonzero in thread t
+        (one of its operands derived from %tid.x is nonzero there), else None (undecided).
+        None when no operand of the `or` is derived."""
+        ds = self.defs.get(op)
+        if depth > 24 or not ds or len(ds) != 1 or ds[0].opcode.split(".")[0] != "or" or \
+                ds[0].opcode.endswith("pred") or len(ds[0].operands) != 3:
+            return None
+        parts = []
+        for o in ds[0].operands[1:]:
+            f = self.value(o, depth + 1) or self._nonzero(o.strip(), depth + 1)
+            if f is not None:
+                parts.append(f)
+            elif not self._invariant(o.strip(), depth + 1):
+                return None  # a loop counter's part (`i & 1`): the guard differs by trip
+        if not parts:
+            return None
+        return lambda t: True if any(f(t) for f in parts) else None
+
+    def _invariant(self, op: str, depth: int = 0) -> bool:
+        """`op` is the same on every trip of every loop: computed from constants, kernel
+        parameters and the CTA's place (%ctaid, %cluster_ctarank, %clusterid) alone."""
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+", op) or op.startswith(
+                ("%ctaid", "%nctaid", "%cluster_ctarank", "%cluster_nctarank", "%clusterid", "%nclusterid")):
+            return True
+        ds = self.defs.get(op)
+        if depth > 16 or not ds or len(ds) != 1 or ds[0].guard:
+            return False
+        d = ds[0]
+        if d.opcode.startswith("ld.param"):
+            return True
+        if d.opcode.split(".")[0] not in ("mov", "cvt", "and", "or", "xor", "shl", "shr", "add", "sub", "mul", "not"):
+            return False
+        return all(self._invariant(o.strip(), depth + 1) for o in d.operands[1:])
 
     def _table_load(self, s: Stmt, depth: int) -> Fn | None:
         """t -> what a thread loads from a table of constants in shared memory, indexed by

@@ -2406,4 +2406,69 @@ def _flag_never_waited(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
                                 f"(a race, no hang). Its wait before refilling a stage belongs on {b.name}",
                                 Basis.EVIDENCE, a.site.line))
                 break
+    out += _accumulator_never_waited(k, barriers)
     return out
+
+
+def _accumulator_never_waited(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
+    """Flag 15 on tensor memory: an MMA role commits a barrier no role waits on, and another
+    role reads (tcgen05.ld) the columns that role's tcgen05.mma writes while waiting on no
+    barrier that role commits to (a K split over two MMA warps whose epilogue waits only the
+    first one's `done`): the read may run before those MMAs complete (a race, no hang).
+    Columns as `_tmem_cols` gives them (slot plus constant); an MMA's columns run from its
+    start to the next start another MMA writes in that slot."""
+    stmts = k.stmts
+    mmas: list[tuple[int, tuple, int]] = []  # (statement, slot, start column)
+    for x, st in enumerate(stmts):
+        if st.opcode.startswith("tcgen05.mma") and st.operands and \
+                (c := _tmem_cols(k, _tmem_operand(st))) is not None and not c[2]:
+            mmas.append((x, c[0], c[1]))
+    if not mmas:
+        return []
+    starts: dict[tuple, list[int]] = {}
+    for _, slot, c in mmas:
+        starts.setdefault(slot, []).append(c)
+    out: list[Flag] = []
+    for b in barriers:
+        commits = [a for a in b.arrivers if a.kind == "tcgen05.commit" and a.arrivals]
+        if b.waiters or not b.inits or not commits or len(commits) != len(b.arrivers):
+            continue
+        ci = [i for a in commits if (i := k.stmt_of(a.site)) is not None]
+        mine = [k.threads(i) for i in ci]
+        if not ci or any(p is None for p in mine):
+            continue
+        role = frozenset().union(*mine)  # type: ignore[arg-type]
+        regions = set()
+        for x, slot, c in mmas:
+            q = k.threads(x)
+            if q is not None and q <= role:
+                nxt = min((o for o in starts[slot] if o > c), default=c + 512)
+                regions.add((slot, c, nxt))
+        if not regions:
+            continue
+        # the barriers this role commits to: a reader that waits on one of them is ordered
+        committed = {o.name for o in barriers for a in o.arrivers if a.kind == "tcgen05.commit"
+                     and (i := k.stmt_of(a.site)) is not None and (p := k.threads(i)) is not None and p <= role}
+        for x, st in enumerate(stmts):
+            if not st.opcode.startswith("tcgen05.ld") or not st.operands:
+                continue
+            q = k.threads(x)
+            c = _tmem_cols(k, _tmem_operand(st))
+            if q is None or q & role or c is None or c[2]:
+                continue
+            if not any(c[0] == slot and lo <= c[1] < hi for slot, lo, hi in regions):
+                continue
+            mine_waits = [w for o in barriers for w in o.waiters if (i := k.stmt_of(w.site)) is not None
+                          and (p := k.threads(i)) is not None and p & q]
+            if not mine_waits or any(w in o.waiters for o in barriers if o.name in committed for w in mine_waits):
+                continue
+            a = commits[0]
+            out.append(Flag(15, FLAG_NAMES[15], f"{a.site.role} commits {b.name} ({_where(a.site)}) and no role waits "
+                            f"on it, while {mine_waits[0].site.role} reads the columns its "
+                            f"tcgen05.mma writes ({st.opcode}, line {st.line}, column {c[1]} from the address kept at "
+                            f"{_fmt_slot(c[0])}) and waits on no barrier {a.site.role} commits to: the read may run "
+                            "before those MMAs complete (a race, no hang). Wait on "
+                            f"{b.name} before reading the accumulator", Basis.EVIDENCE, st.line))
+            break
+    return out
+

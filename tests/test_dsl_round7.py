@@ -8,7 +8,7 @@ ring), a sm_90a ping-pong whose two consumer warpgroups share one ring and take 
 token ring of two mbarriers, a sm_100a split-K over two MMA warps with an accumulator each, and
 Triton `warp_specialize=True` loops (a GELU epilogue, fp8, and persistent `flatten=True` loops
 whose epilogue loads a residual tile by TMA). Correct kernels raise no evidence flag; each
-planted bug raises exactly its own flag; the ones not found yet are strict xfails that say why."""
+planted bug raises exactly its own flag."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import pytest
 
 from support import assert_planted, evidence_flags, ptx_sheet
 from support import case as _case
-from support import xfail_case as _xfail
 
 G = "global_smem+"
 
@@ -48,12 +47,9 @@ PLANTED = [
     _case("e7_ks_d1ph", [10], G + "147672 for parity 1"),
     # consumer 1's first wait on its turn barrier asks for parity 1 too: both start at once
     _case("e7_pp_turnph", [10], "both first waits ask for parity 1"),
-    _xfail("e7_ks_nowait1", [15], G + "147672",
-           reason="not flagged: the epilogue never waits done1 (global_smem+147672, committed by MMA warp 6 at line "
-                  "1244, no waiter) and reads acc[1] (tensor-memory columns 128-255, written by warp 6's "
-                  "tcgen05.mma) after waiting only done0. Flag 15 leaves a single barrier with no waiter alone (a "
-                  "one-tile kernel's release may have none by design), and no check ties a tcgen05.ld's columns "
-                  "to the MMA that writes them and to the commit barrier that publishes them"),
+    # the epilogue waits only done0, then reads acc[1] (columns 128-255) that MMA warp 6 writes
+    # and commits to done1, which nobody waits on
+    _case("e7_ks_nowait1", [15], G + "147672"),
 ]
 
 

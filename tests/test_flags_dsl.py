@@ -156,7 +156,7 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
                 "h4_attn90_vearly.ptx", "h6_dual_relearly.ptx", "b6_norm_relfirst.ptx", "e7_pp_relearly.ptx",
                 # P arrived on before its tcgen05.st: the MMA reads it from tensor memory unwritten
                 "e7_attn_pearly.ptx"},
-           15: {"tws3_grouped_s3_sm100_wrongarr.ptx"}}
+           15: {"tws3_grouped_s3_sm100_wrongarr.ptx", "e7_ks_nowait1.ptx"}}
 
 
 def test_new_flags_fire_only_on_planted_fixtures():
