@@ -140,13 +140,17 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
                 "h6_ksplit_redph.ptx", "b6_norm_ndph.ptx", "e7_pp_turnph.ptx",
                 # attention's softmax reads S, and a split-K epilogue the second MMA warp's
                 # accumulator, before the commit that publishes it
-                "e7_attn_sph.ptx", "e7_ks_d1ph.ptx"},
-           11: {"tirx_pgemm_early_dealloc.ptx", "h5_dacc_freeearly.ptx"},
+                "e7_attn_sph.ptx", "e7_ks_d1ph.ptx",
+                # a bias ring's first wait, and a cooperative consumer's ring state made as a producer's
+                "e8_bias_parity.ptx", "e8_coop_cphase.ptx"},
+           11: {"tirx_pgemm_early_dealloc.ptx", "h5_dacc_freeearly.ptx", "e8_nsplit_freeearly.ptx"},
            12: {"gluon_zp5_noflip.ptx", "tws3_tri_s5_sm100_noflip.ptx", "cute_wgpersist_nophase.ptx",
                "tirx_p5_noflip.ptx", "g_attn2p_vnoflip.ptx", "tirx_2p_bnoflip.ptx", "h4_pp2p_noflip.ptx",
                # (h4_pp2p_order: its barriers decided, flag 2 names what the bug causes instead)
                "h4_pp2p_ordint.ptx", "h5_dacc_accnoflip.ptx", "g5_pgemm_accnoflip.ptx", "b6_twoepi_noflip.ptx",
-               "b6_sring_cnoflip.ptx", "e7_attn_pnoflip.ptx"},
+               "b6_sring_cnoflip.ptx", "e7_attn_pnoflip.ptx",
+               # the reduction barrier of an in-CTA split-K, waited with parity 0 every tile
+               "e8_kint_noflip.ptx"},
            # (t_bscale_fp8_s3_w8_wrap4's counter wraps at 4 on 3 stages: starting at 2 with phase 1,
            # its first trip waits for parity 1 on ready[3], never initialized: flag 10 there is an
            # assumption that names flag 13)
@@ -155,7 +159,10 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
                 "gluon_h_lag6_relcur.ptx", "g_attn2p_kearly.ptx", "g_fa2sm_krel.ptx", "h4_attn_vearly.ptx",
                 "h4_attn90_vearly.ptx", "h6_dual_relearly.ptx", "b6_norm_relfirst.ptx", "e7_pp_relearly.ptx",
                 # P arrived on before its tcgen05.st: the MMA reads it from tensor memory unwritten
-                "e7_attn_pearly.ptx"},
+                "e7_attn_pearly.ptx",
+                # a bias slot, an N-split accumulator half and a cp.async ring stage released before their
+                # reads; an output slot released before the bulk store that reads it has retired
+                "e8_bias_early.ptx", "e8_nsplit_relearly.ptx", "e8_cpx_relearly.ptx", "e8_cpx_storeearly.ptx"},
            15: {"tws3_grouped_s3_sm100_wrongarr.ptx", "e7_ks_nowait1.ptx"}}
 
 
