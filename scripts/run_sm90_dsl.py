@@ -8,13 +8,15 @@ their results against torch.
     python3 scripts/run_sm90_dsl.py --only NAME [--only NAME ...]
 
 The kernels are imported from their generators (fixtures/src/gluon/*.py,
-fixtures/src/gluon/round6/gen_h6.py, fixtures/src/triton_tma/ws_variety.py and sweep_ws.py);
-nothing of them is copied here. Each kernel is run twice:
+fixtures/src/gluon/round6/gen_h6.py, fixtures/src/gluon/round7/gen_pp7.py,
+fixtures/src/triton_tma/ws_variety.py and sweep_ws.py); nothing of them is copied here.
+Each kernel is run twice:
 
 1. "fixture": the committed binary, fixtures/cubins/<name>.sm_90a.cubin. The kernel is compiled
    exactly as its generator compiles it (the generator's own compile, with its typed signature
    and options: for the Gluon generators their main() with `write` replaced by a collector,
    for gen_h6 `run_variants(VARIANTS, [name], gluon_src)` with common6's `write` replaced by one,
+   for gen_pp7 the same with common7's `write` (common7 wraps common6's run_variants),
    `ws_variety.build(name)`, `sweep_ws.compile_variant(name)`); that compile supplies Triton's
    launcher, its metadata must match the committed .json, and the committed cubin replaces its
    binary before the first launch. `recompiled_ptx=same|differs` says whether the recompile's PTX
@@ -46,6 +48,7 @@ sys.dont_write_bytecode = True  # leave no __pycache__ in fixtures/src
 ROOT = Path(__file__).resolve().parents[1]
 GLUON_DIR = ROOT / "fixtures" / "src" / "gluon"
 ROUND6_DIR = GLUON_DIR / "round6"
+ROUND7_DIR = GLUON_DIR / "round7"
 TRITON_DIR = ROOT / "fixtures" / "src" / "triton_tma"
 PTX_DIR = ROOT / "fixtures" / "ptx"
 TIMEOUT_S = 120
@@ -80,9 +83,12 @@ KERNELS = {
     "h6_ksplit": ("gen_h6", "ksplit90",
                   "C = A @ B (A MxK, B KxN, bf16), one 64x128 tile per program, even/odd k-steps split "
                   "between two consumer warpgroups, partial sums added through smem"),
+    "e7_pp": ("gen_pp7", "pp90",
+              "C = A @ B (A MxK, B KxN, bf16 in, fp32 acc, bf16 out), persistent, 128x128x64, one 4-stage ring, "
+              "two wgmma consumer warpgroups on alternate tiles, ordered by an mbarrier token ring (ping-pong)"),
 }
 
-# Shapes: tile multiples of each design. The persistent h_gemm kernels get more tiles than an
+# Shapes: tile multiples of each design. The persistent kernels (h_gemm, h6_dual, e7_pp) get more tiles than an
 # H200 has SMs (132), so every program runs several tiles (its rings wrap across tiles).
 SHAPES = {
     "gluon_two_cons": (512, 512, 512),
@@ -97,6 +103,9 @@ SHAPES = {
     "tws_h_kloop_w4_sm90": (512, 512, 1024),
     "h6_dual": (2048, 2048, 512),     # 32 x 32 = 1024 tiles of 64x64: ~7.8 per program on 132 SMs
     "h6_ksplit": (512, 512, 1024),    # 8 x 4 programs; 16 k-steps, 8 per consumer: each of 4 stages used 4 times
+    # 32 x 32 = 1024 tiles of 128x128 on 132 SMs: 100 programs run 8 tiles (4 per consumer), 32 run 7 (4 + 3);
+    # 8 k-steps per tile on the 4-stage ring: it wraps twice per tile, the token ring 3-4 times per consumer
+    "e7_pp": (4096, 4096, 512),
 }
 
 NOT_FIXTURES = {"gluon_wide90_s2"}
@@ -105,7 +114,7 @@ REL_TOL = 2e-2  # max |out - ref| <= REL_TOL * max |ref|  (bf16 output rounding 
 
 
 def _paths():
-    for d in (GLUON_DIR, TRITON_DIR, ROUND6_DIR):
+    for d in (GLUON_DIR, TRITON_DIR, ROUND6_DIR, ROUND7_DIR):
         if str(d) not in sys.path:
             sys.path.insert(0, str(d))
 
@@ -129,7 +138,7 @@ def fixture_compile(name):
         return mod.build(name)
     if modname == "sweep_ws":
         return mod.compile_variant(name)
-    if modname == "gen_h6":
+    if modname in ("gen_h6", "gen_pp7"):
         return _round6_compile(mod, name)
     if modname not in _GLUON_CACHE:
         got = {}
@@ -147,12 +156,14 @@ def fixture_compile(name):
 
 
 def _round6_compile(mod, name):
-    """`gen_h6.py NAME`: run_variants(VARIANTS, [NAME], gluon_src) with common6's `write` (fixtures/ptx, the
-    .ttgir, the cubin) replaced by a collector. run_variants points TRITON_CACHE_DIR at a fresh temporary
-    directory for the compile; it is put back (and that directory removed) afterwards."""
+    """`gen_h6.py NAME` / `gen_pp7.py NAME`: run_variants(VARIANTS, [NAME], gluon_src) with the `write` of the
+    generator's common module (fixtures/ptx, the .ttgir, the cubin) replaced by a collector: common6's for
+    gen_h6; common7's for gen_pp7 (common7.run_variants is common6's, its output going to common7's `write`,
+    looked up at the call). run_variants points TRITON_CACHE_DIR at a fresh temporary directory for the
+    compile; it is put back (and that directory removed) afterwards."""
     key = (mod.__name__, name)
     if key not in _GLUON_CACHE:
-        common = sys.modules[mod.run_variants.__module__]  # common6: run_variants calls its module's write
+        common = sys.modules[mod.run_variants.__module__]  # common6 / common7: their run_variants call their write
         got = {}
         orig, cache = common.write, os.environ.get("TRITON_CACHE_DIR")
         common.write = lambda k, n, arch: got.__setitem__(n, k)  # collect instead of writing fixtures/
@@ -319,11 +330,11 @@ def setup(name):
                 if c.data_ptr() not in ydescs:
                     ydescs[c.data_ptr()] = (c, gdesc(c, [BM, BN]))
                 return [xd, ydescs[c.data_ptr()][1], n_tiles]
-    elif modname == "gen_h6":
+    elif modname in ("gen_h6", "gen_pp7"):
         from triton.experimental.gluon import language as gl
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-        def gdesc(t, block):  # as common6.gdesc: NVMMASharedLayout.get_default_for(block, bf16), row-major
+        def gdesc(t, block):  # as common6.gdesc (= common7's): get_default_for(block, bf16), row-major
             return TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
 
         _, _, _, num_warps, consts = mod.VARIANTS[name]
@@ -353,6 +364,20 @@ def setup(name):
 
             def args(c):
                 return [ad, b1d, b2d, cdesc(c), M, N, K]
+        elif attr == "pp90":
+            # tma_gemm_sig: a [BM, BK] boxes at [row, k*BK] of A (M x K); b [BK, BN] boxes at [k*BK, col] of B
+            # (K x N: wgmma B [BK, BN], no transpose); c [BM, BN] boxes of C (M x N, bf16). Each consumer's tile
+            # is one plain fp32 accumulation over all of K (acc.to(bf16) then the TMA store); which consumer
+            # takes which tile does not change the answer, so the reference is A @ B.
+            a = torch.randn(M, K, device=dev, dtype=torch.float32).to(torch.bfloat16)
+            b = torch.randn(K, N, device=dev, dtype=torch.float32).to(torch.bfloat16)
+            ref = (a.double() @ b.double()).float()
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            grid = (min(sms, (M // BM) * (N // BN)), )  # persistent: consumer c of program p takes p + (2n+c)*nprog
+            ad, bd = gdesc(a, [BM, BK]), gdesc(b, [BK, BN])
+
+            def args(c):
+                return [ad, bd, cdesc(c), M, N, K]
         else:  # ksplit90: one [BM, BN] tile per program at (program_id(0), program_id(1))
             a = torch.randn(M, K, device=dev, dtype=torch.float32).to(torch.bfloat16)
             b = torch.randn(K, N, device=dev, dtype=torch.float32).to(torch.bfloat16)  # [BK, BN] at [k*BK, col]
