@@ -66,6 +66,10 @@ class FigureChange:
     threshold_pct: float | None     # the minimum effect size that counts (from the config or the defaults)
     change: Change
     note: str = ""                  # why, in one sentence (e.g. 'one sample per side: wide threshold 10%')
+    # each side's detail: the launch dims as written ('2x1x1'; 'none': no cluster) for grid,
+    # block and cluster, the occupancy limiter for ctas_per_sm, else None
+    base_detail: str | None = None
+    cand_detail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,7 @@ class KernelComparison:
     cand_launch_ids: tuple[int, ...]
     figures: tuple[FigureChange, ...]
     verdicts: tuple[VerdictChange, ...]
+    base_launch_config: str = ""    # the same of the base (matched by function name, it may differ)
 
     @property
     def regression(self) -> bool:
@@ -410,7 +415,7 @@ def decide(r: dict, config: AnalysisConfig) -> FigureChange:
 
     def fc(change: Change, note: str, p: float | None = None, threshold: float | None = thr) -> FigureChange:
         return FigureChange(name, kind, unit, bv, cv, base, cand, None if delta is None else round(delta, 3),
-                            p, threshold, change, note)
+                            p, threshold, change, note, r["base_detail"], r["cand_detail"])
 
     if not bv or not cv:
         missing = "base" if not bv else "candidate"
@@ -554,7 +559,7 @@ def compare(con: duckdb.DuckDBPyConnection, base_ids: Sequence[int], cand_ids: S
     verdicts, unmet = _verdicts(con, pairs, config)
     kernels = tuple(
         KernelComparison(c.function, b.demangled, c.demangled, how, c.config, b.launch_ids, c.launch_ids,
-                         tuple(figs), tuple(vs))
+                         tuple(figs), tuple(vs), b.config)
         for (b, c, how), figs, vs in zip(pairs, figures, verdicts))
     return CompareResult(base_label, cand_label, kernels,
                          tuple(f"{g.demangled} ({g.config})" for g in only_b),

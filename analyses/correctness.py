@@ -117,27 +117,51 @@ class VendorFinding:
 
 
 @dataclass(frozen=True)
+class SetAside:
+    """Findings that are no error of the user's, counted apart from the handoffs, with the
+    sentence that says why (one caveat). Kinds: `filter-artifact` (the sanitizer's own
+    kernel filter can cause them: with --kernel-name, initcheck does not see what unchecked
+    kernels write, so a host read of that memory is reported as uninitialized, measured on
+    the H200), `sass-artifact` (the kept machine code shows them to be no read of the data:
+    analyses/handoffs.py, discarded_reads), `toolchain-protocol` (racecheck hazards whose
+    two sides are code the compiler generates for its own runtime: analyses/handoffs.py,
+    toolchain_protocol)."""
+
+    kind: str
+    text: str
+    tool: str | None
+    kernel: str | None  # the kernel the findings name (None: a host-side read)
+    findings: int
+    hazards: int  # racecheck's hazard counts summed (0 for other tools)
+
+
+@dataclass(frozen=True)
 class CorrectnessReport:
     runs: tuple[ToolRun, ...]
     groups: tuple[HandoffGroup, ...]
     other_errors: tuple[str, ...]  # errors that break no handoff by themselves (API errors)
     vendor: tuple[VendorFinding, ...] = ()
-    # Findings the sanitizer's own kernel filter can cause: with --kernel-name, initcheck
-    # does not see what unchecked kernels write, so a host read of that memory (a
-    # cudaMemcpy after them) is reported as uninitialized (measured on the H200).
-    filter_artifacts: tuple[str, ...] = ()
+    set_aside: tuple[SetAside, ...] = ()  # in kind order: filter, then sass, then toolchain
     kernel_filter: str | None = None
-    # Findings the kept machine code shows to be no read of the data (analyses/handoffs.py,
-    # discarded_reads): initcheck's "uninitialized read" of an atomic exchange whose old
-    # value goes to RZ, how a device-side tensor map is published (tensormap.cp_fenceproxy).
-    sass_artifacts: tuple[str, ...] = ()
-    # Racecheck hazards whose two sides are code the compiler generates for its own runtime
-    # (analyses/handoffs.py, toolchain_protocol): Triton's warp-specialize partition table.
-    toolchain_protocol: tuple[str, ...] = ()
 
     @property
     def broken(self) -> bool:
         return any(r.errors for r in self.runs)
+
+    def _texts(self, kind: str) -> tuple[str, ...]:
+        return tuple(a.text for a in self.set_aside if a.kind == kind)
+
+    @property
+    def filter_artifacts(self) -> tuple[str, ...]:
+        return self._texts("filter-artifact")
+
+    @property
+    def sass_artifacts(self) -> tuple[str, ...]:
+        return self._texts("sass-artifact")
+
+    @property
+    def toolchain_protocol(self) -> tuple[str, ...]:
+        return self._texts("toolchain-protocol")
 
 
 @dataclass(frozen=True)
@@ -188,9 +212,14 @@ def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_fi
     by_class: dict[Handoff, list[SanitizerFinding]] = {}
     other: list[str] = []
     vendor: dict[tuple[str, str, str | None, str | None], list[SanitizerFinding]] = {}
-    artifacts: list[str] = []
-    sass: list[str] = []
-    own: list[str] = []
+    # (kind, text) -> [tool, kernel, findings, hazards]: each distinct sentence once
+    aside: dict[tuple[str, str], list] = {}
+
+    def set_aside(kind: str, text: str, f: SanitizerFinding, tool: str | None) -> None:
+        counts = aside.setdefault((kind, text), [f.tool or tool, f.kernel, 0, 0])
+        counts[2] += 1
+        counts[3] += f.hazard_count or 0
+
     for label, out in outputs:
         errors = 0
         for f in out.findings:
@@ -198,11 +227,11 @@ def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_fi
                 continue
             why = discarded(f) if discarded is not None else None
             if why is not None:
-                sass.append(why)
+                set_aside("sass-artifact", why, f, out.tool)
                 continue
             why = protocol(f) if protocol is not None else None
             if why is not None:
-                own.append(why)
+                set_aside("toolchain-protocol", why, f, out.tool or "racecheck")
                 continue
             scope = finding_scope(f, kernel_filter)
             if scope is Scope.VENDOR:
@@ -210,10 +239,10 @@ def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_fi
                                    f.classification.value if f.classification else None), []).append(f)
                 continue
             if scope is Scope.FILTER:
-                artifacts.append(f"{f.tool or out.tool or 'initcheck'}: {f.message}"
-                                 + (f" ({f.api_call})" if f.api_call else "")
-                                 + f": under the sanitizer's kernel filter ({kernel_filter}) the kernels left "
-                                   "unchecked may have written this memory")
+                set_aside("filter-artifact", f"{f.tool or out.tool or 'initcheck'}: {f.message}"
+                          + (f" ({f.api_call})" if f.api_call else "")
+                          + f": under the sanitizer's kernel filter ({kernel_filter}) the kernels left "
+                            "unchecked may have written this memory", f, out.tool or "initcheck")
                 continue
             if f.classification is not None:
                 by_class.setdefault(f.classification, []).append(f)
@@ -224,16 +253,15 @@ def correctness_report(outputs: Iterable[tuple[str, SanitizerOutput]], kernel_fi
     groups = tuple(_group(h, fs) for h, fs in sorted(by_class.items(), key=lambda kv: list(Handoff).index(kv[0])))
     vend = tuple(VendorFinding(lib, k, tool, h, len(fs), sum(f.hazard_count or 0 for f in fs))
                  for (lib, k, tool, h), fs in sorted(vendor.items(), key=lambda kv: (kv[0][0], kv[0][1])))
-    return CorrectnessReport(tuple(runs), groups, tuple(dict.fromkeys(other)), vend,
-                             tuple(dict.fromkeys(artifacts)), kernel_filter, _counted(sass), _counted(own))
+    order = ("filter-artifact", "sass-artifact", "toolchain-protocol")
+    kept = tuple(SetAside(kind, _counted(text, n) if kind != "filter-artifact" else text, tool, kernel, n, h)
+                 for (kind, text), (tool, kernel, n, h) in sorted(aside.items(), key=lambda kv: order.index(kv[0][0])))
+    return CorrectnessReport(tuple(runs), groups, tuple(dict.fromkeys(other)), vend, kept, kernel_filter)
 
 
-def _counted(texts: list[str]) -> tuple[str, ...]:
-    """Each distinct text once, with how many findings said it."""
-    n: dict[str, int] = {}
-    for t in texts:
-        n[t] = n.get(t, 0) + 1
-    return tuple(f"{t} ({k} finding{'s' if k > 1 else ''})" for t, k in n.items())
+def _counted(text: str, n: int) -> str:
+    """The text with how many findings said it."""
+    return f"{text} ({n} finding{'s' if n > 1 else ''})"
 
 
 def _warp(t: tuple[int, int, int] | None) -> int | None:

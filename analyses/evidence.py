@@ -43,6 +43,7 @@ class Verification:
     # and each tool that failed under the kernel filter and was run again without it.
     scope: str | None = None
     retried: tuple[str, ...] = ()
+    scope_kernels: tuple[str, ...] = ()  # the kernels the scope names (its --kernel regex, for that mode)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
     bundles = 0
     kernel_filter = None
     scope = None
+    scope_kernels: tuple[str, ...] = ()
     retried: list[str] = []
     for p in inputs:
         if p.is_dir():
@@ -130,6 +132,7 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
             if sc is not None:
                 kernel_filter = sc.judged or kernel_filter
                 scope = sc.describe() or scope
+                scope_kernels = sc.kernels or tuple(filter(None, [sc.pattern])) or scope_kernels
             retried += _retried(b)
             acc = b.manifest.get("accepted")
             if isinstance(acc, list):
@@ -165,7 +168,8 @@ def gather(con: Any, inputs: Iterable[Path], sanitizer_xml: Iterable[Path] = (),
     verification = None
     if bundles:
         verification = Verification(not problems, tuple(dict.fromkeys(problems)), tuple(dict.fromkeys(tools)),
-                                    tuple(dict.fromkeys(accepted)), scope, tuple(dict.fromkeys(retried)))
+                                    tuple(dict.fromkeys(accepted)), scope, tuple(dict.fromkeys(retried)),
+                                    scope_kernels)
     return Evidence(tuple(outputs), tuple(reports), hang, capture, sass, bundle, verification, kernel_filter,
                     tuple(generated), tuple(gs), tuple(sheet_problems), tuple(timelines), repro_failed, mbarriers)
 

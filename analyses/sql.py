@@ -28,7 +28,7 @@ from typing import Any
 import duckdb
 
 from wsperf.analyses.roles import build_roles
-from wsperf.collectors.catalog import create_every_table
+from wsperf.collectors.catalog import create_every_table, expose_every_table
 from wsperf.collectors.errors import InputError, QueryError
 from wsperf.collectors.limits import duckdb_config
 from wsperf.collectors.ncu import load_reports
@@ -132,7 +132,13 @@ def query_store(db: str | os.PathLike[str] | None, reports: Sequence[str | os.Pa
         raise InputError("give --db or --report, not both: `wsperf sql` never writes a store it did not create; "
                          f"record the reports first (`wsperf analyze REPORT --db {db}`), then query --db")
     if db is not None:
-        return sandbox(open_store(db, read_only=True))
+        con = open_store(db, read_only=True)
+        try:
+            expose_every_table(con)  # every documented table and view, empty where the store lacks it
+        except BaseException:
+            con.close()
+            raise
+        return sandbox(con)
     con = open_store(None)
     try:
         load(con, list(reports))

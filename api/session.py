@@ -28,7 +28,7 @@ from wsperf.analyses.sql import check_kernel_regex, sandbox, select_only
 from wsperf.cli import charts as _charts
 from wsperf.cli import html as _html
 from wsperf.cli import render as _render
-from wsperf.collectors.catalog import create_every_table
+from wsperf.collectors.catalog import create_every_table, expose_every_table
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.ncu import load_reports
 from wsperf.collectors.store import open_store
@@ -253,6 +253,7 @@ def load(paths: PathLike | Iterable[PathLike], db: PathLike | None = None, expec
     if db is not None:
         con.close()
         con = open_store(Path(db), read_only=True)
+        expose_every_table(con)  # every documented table and view, empty where the store lacks it
     else:
         create_every_table(con)  # every documented table and view, empty where nothing filled it
     return Session(sandbox(con), results, reports)

@@ -83,7 +83,7 @@ def analyze(
         con = open_store(db, lock_timeout=lock_timeout)
         run = begin_run(con, db, label, tag, commit, branch, reports)
         evidence = gather(con, reports, sanitizer, source)
-        gate = handoff(evidence, fmt, allow_unverified)
+        gate = handoff(evidence, fmt, allow_unverified, unrelated=lambda: _unrelated(evidence))
         if write_report and evidence.bundle is None:
             raise InputError("--write-report needs a bundle directory written by `wsperf collect`")
         if write_report:  # imported only when asked for (start-up time: cuda-gdb's parser and more)
@@ -97,13 +97,14 @@ def analyze(
                 no_profile(fmt, gate)
             if write_report:
                 err.print(render.plain(f"wsperf analyze: wrote {write_bundle_report(evidence.bundle, evidence, gate, None)}"))
-            _warn_unrelated(evidence)  # the reports were not loaded: a scratch store reads their names
+            _say(gate.warnings)  # (the report printed asked for them: a scratch store read the reports' names)
             raise typer.Exit(gate.code)
         reports = list(evidence.reports)
         # The metrics' units only go into a store that outlives the command (--db): this
         # command's output never shows them (prestart.needs_units guesses the same).
         ids = load_run(con, run, reports, partial(load_with_progress, units=db is not None))
-        _warn_unrelated(evidence, con, ids)
+        warnings = gate.warnings or _unrelated(evidence, con, ids)
+        _say(warnings)
         results = run_analysis(con, kernel, expect=cfg.expect, thresholds=cfg.thresholds, launch_ids=ids)
         if evidence.bundle is not None:
             results = longest_first(results)  # a repro's many kernels: the ones that matter lead
@@ -121,7 +122,7 @@ def analyze(
             with_caveats(fmt, gate.caveats, timeline, _nsys().nsys_text, _nsys().nsys_json, _nsys().nsys_markdown)
         else:
             with_caveats(fmt, gate.caveats, results, render.analyses_text, render.analyses_json,
-                         render.analyses_markdown)
+                         render.analyses_markdown, warnings)
         if charts and fmt is OutputFormat.markdown:
             from wsperf.cli.charts import charts_markdown
 
@@ -136,18 +137,23 @@ def analyze(
         raise typer.Exit(unmet)
 
 
-def _warn_unrelated(evidence, con=None, ids: list[int] | None = None) -> None:  # type: ignore[no-untyped-def]
+def _say(warnings: tuple[str, ...]) -> None:
+    for w in warnings:
+        err.print(render.plain(f"wsperf analyze: warning: {w}"), soft_wrap=True)
+
+
+def _unrelated(evidence, con=None, ids: list[int] | None = None) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
     """A warning when sanitizer files given with --sanitizer name only kernels that no
     report given beside them holds: likely another program's run (a synccheck XML of one
     kernel beside another kernel's report stopped with exit 3 and said nothing of it). The
     reports' kernel names are their launches `ids` in `con` once loaded; without `con`
     (a stop: nothing was loaded) a scratch store reads them. A bundle's files belong
-    together and are not checked."""
+    together and are not checked. JSON carries it (`warnings`) and stderr says it."""
     if evidence.bundle is not None or not evidence.reports:
-        return
+        return ()
     named = {f.kernel for _, o in evidence.sanitizer for f in o.findings if f.kernel}
     if not named:
-        return
+        return ()
     query = "SELECT DISTINCT kernel_function, kernel_mangled, kernel_demangled FROM launches"
     if con is not None:
         rows = con.execute(query + " WHERE list_contains($ids, launch_id)", {"ids": ids or []}).fetchall()
@@ -162,10 +168,10 @@ def _warn_unrelated(evidence, con=None, ids: list[int] | None = None) -> None:  
             scratch.close()
     have = {n for r in rows for n in r if n}
     if any(k in have or any(k in d for d in have) for k in named):
-        return
-    err.print(render.plain(f"wsperf analyze: warning: the sanitizer file(s) name kernel(s) {', '.join(sorted(named))}, "
-                           f"and no report given holds one ({', '.join(sorted({r[0] for r in rows if r[0]}))}): "
-                           "inputs of different programs? Analyze each with its own files"), soft_wrap=True)
+        return ()
+    return (f"the sanitizer file(s) name kernel(s) {', '.join(sorted(named))}, and no report given holds one "
+            f"({', '.join(sorted({r[0] for r in rows if r[0]}))}): inputs of different programs? Analyze each with "
+            "its own files",)
 
 
 def _nsys() -> ModuleType:
@@ -177,7 +183,7 @@ def _nsys() -> ModuleType:
 
 
 def _write_charts(results, out_dir: Path) -> tuple[dict, list[Path]]:
-    from wsperf.cli.charts import analysis_charts, write_charts
+    from wsperf.cli.charts import analysis_charts, write_charts, wrote_charts
 
     charts = analysis_charts(results)
     if not charts:
@@ -187,7 +193,7 @@ def _write_charts(results, out_dir: Path) -> tuple[dict, list[Path]]:
     with progress_bar(err, "charts") as tick:
         files = write_charts(charts, out_dir,
                              progress=lambda done, total, name: tick(done, total, f"wrote chart {name}"))
-    err.print(render.plain(f"wsperf: wrote {len(charts)} charts ({len(files)} files) to {out_dir}"))
+    err.print(render.plain(wrote_charts("wsperf", charts, files, out_dir)))
     return charts, files
 
 

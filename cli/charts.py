@@ -28,7 +28,7 @@ import vl_convert
 from wsperf.analyses.analyze import KernelAnalysis
 from wsperf.analyses.compare import Change, CompareResult
 from wsperf.analyses.history import HistoryPoint
-from wsperf.cli.render import md, plain
+from wsperf.cli.render import counted, md, plain
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import write_output
 
@@ -350,6 +350,11 @@ def check_out_dir(out_dir: Path) -> Path:
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir}: exists and is not a directory; give a directory for the charts")
     return out_dir
+
+
+def wrote_charts(who: str, charts: dict, files: list[Path], out_dir: Path) -> str:
+    """What a command that wrote charts says on stderr: `wsperf: wrote 3 charts (12 files) to DIR`."""
+    return f"{who}: wrote {counted(len(charts), 'chart')} ({counted(len(files), 'file')}) to {out_dir}"
 
 
 def write_charts(charts: dict[str, alt.TopLevelMixin], out_dir: Path,

@@ -74,7 +74,7 @@ def compare(
         elif len(inputs) == 2:
             base_names, cand_names = [inputs[0]], [inputs[1]]
         else:
-            raise InputError(f"give BASE CANDIDATE, or BASE... --vs CANDIDATE... (got {len(inputs)} arguments "
+            raise InputError(f"give BASE CANDIDATE, or BASE... --vs CANDIDATE... (got {render.counted(len(inputs), 'argument')} "
                              "and no --vs)")
         cfg = load_config(config)
         if db is not None:
@@ -108,7 +108,7 @@ def _charts_and_page(result: CompareResult, charts_dir: Path | None, html_file: 
     """Write --charts and --html; returns the charts written (empty without --charts)."""
     if charts_dir is None and html_file is None:
         return {}
-    from wsperf.cli.charts import compare_charts, write_charts
+    from wsperf.cli.charts import compare_charts, write_charts, wrote_charts
 
     charts = compare_charts(result)
     if html_file is not None:
@@ -118,7 +118,7 @@ def _charts_and_page(result: CompareResult, charts_dir: Path | None, html_file: 
     if charts_dir is None:
         return {}
     files = write_charts(charts, charts_dir)
-    console.print(render.plain(f"wsperf compare: wrote {len(charts)} charts ({len(files)} files) to {charts_dir}"))
+    console.print(render.plain(wrote_charts("wsperf compare", charts, files, charts_dir)))
     return charts
 
 
@@ -166,6 +166,25 @@ def summary_line(result: CompareResult) -> str:
     k = len(result.kernels)
     return (f"{n} regression{'' if n == 1 else 's'} in {m} kernel{'' if m == 1 else 's'} "
             f"({k} kernel{'' if k == 1 else 's'} compared)")
+
+
+def values(f: FigureChange) -> tuple[str, str]:
+    """A figure's base and candidate values, for people: the cluster as its dims are
+    written (`none`, `2x1x1`, as the note and the header say), every other figure in its unit."""
+    if f.name == "cluster" and f.base_detail and f.cand_detail:
+        return f.base_detail, f.cand_detail
+    return value(f, f.base), value(f, f.cand)
+
+
+def launch_configs(k: KernelComparison) -> str:
+    """The kernel's launch configuration, each part that differs as `base -> candidate`:
+    `grid 396x1x1 block 160x1x1 cluster none -> 2x1x1`."""
+    cand = k.launch_config.split()
+    base = k.base_launch_config.split()
+    if len(base) != len(cand):
+        return k.launch_config
+    return " ".join(f"{name} {b}" if b == c else f"{name} {b} -> {c}"
+                    for name, b, c in zip(cand[0::2], base[1::2], cand[1::2]))
 
 
 def value(f: FigureChange, v: float | None) -> str:
@@ -221,7 +240,7 @@ def compare_text(result: CompareResult, console: Console) -> None:
         if k in steady:
             continue
         console.print()
-        title = Text.assemble(("kernel ", "bold"), render.plain(k.kernel), f"  {k.launch_config}, "
+        title = Text.assemble(("kernel ", "bold"), render.plain(k.kernel), f"  {launch_configs(k)}, "
                               f"{len(k.base_launch_ids)} vs {len(k.cand_launch_ids)} launches")
         console.print(title)
         console.print(Text.assemble("matched by ", _matched(k)))
@@ -233,7 +252,7 @@ def compare_text(result: CompareResult, console: Console) -> None:
             t.add_column(c, justify="right" if c in ("base", "candidate", "delta", "p") else "left",
                          no_wrap=c != "note")
         for f in k.figures:
-            t.add_row(f.name, value(f, f.base), value(f, f.cand), _delta(f), _p(f),
+            t.add_row(f.name, *values(f), _delta(f), _p(f),
                       Text(f.change.value, style=_CHANGE_STYLE[f.change]), render.plain(f.note))
         console.print(t)
         changed = [v for v in k.verdicts if v.changed]
@@ -314,8 +333,9 @@ def compare_markdown(result: CompareResult) -> str:
                 unchanged += 1
                 continue
             verdict = f"**{f.change.value}**" if f.change is Change.regression else f.change.value
-            rows.append(f"| {render.md(k.kernel)} | {render.md(f.name)} | {render.md(value(f, f.base))} | "
-                        f"{render.md(value(f, f.cand))} | {_delta(f)} | {_p(f)} | {verdict} | {render.md(f.note)} |")
+            base, cand = values(f)
+            rows.append(f"| {render.md(k.kernel)} | {render.md(f.name)} | {render.md(base)} | "
+                        f"{render.md(cand)} | {_delta(f)} | {_p(f)} | {verdict} | {render.md(f.note)} |")
         for v in k.verdicts:
             if not v.changed:
                 continue
@@ -327,7 +347,7 @@ def compare_markdown(result: CompareResult) -> str:
                 "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |", *rows, ""]
     out.append(f"{unchanged} figure{'' if unchanged == 1 else 's'} unchanged in "
                f"{len(result.kernels)} kernel{'' if len(result.kernels) == 1 else 's'}: "
-               + ", ".join(f"{render.md(k.kernel)} ({render.md(k.launch_config)}, {len(k.base_launch_ids)} vs "
+               + ", ".join(f"{render.md(k.kernel)} ({render.md(launch_configs(k))}, {len(k.base_launch_ids)} vs "
                            f"{len(k.cand_launch_ids)} launches, matched by {k.matched_by})" for k in result.kernels)
                + ".")
     for label, names in (("Only in base", result.only_base), ("Only in candidate", result.only_cand)):
@@ -360,7 +380,7 @@ def compare_junit(result: CompareResult) -> str:
         for f in k.figures:
             case = ET.SubElement(suite, "testcase", classname=classname, name=_x(f.name))
             tests += 1
-            summary = f"{f.name}: {value(f, f.base)} -> {value(f, f.cand)} ({_delta(f)}, p {_p(f)}): {f.change.value}"
+            summary = f"{f.name}: {' -> '.join(values(f))} ({_delta(f)}, p {_p(f)}): {f.change.value}"
             if f.change is Change.regression:
                 failures += 1
                 ET.SubElement(case, "failure", type="regression", message=_x(summary)).text = _x(f.note)

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import sys
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -61,17 +62,29 @@ class Gate:
     outcome: str = "clean"  # hang | correctness | unverified | clean
     markdown: str = ""  # the report the rule called for, as Markdown (REPORT.md quotes it)
     experiments: tuple[str, ...] = ()  # falsifiable checks of the causes it names
+    # Inputs that may not belong together, when the report printed said so (JSON's `warnings`;
+    # the caller says each on stderr)
+    warnings: tuple[str, ...] = ()
 
     def allows_verdicts(self, allow_unverified: bool) -> bool:
         return self.code == ExitCode.OK or (self.code == ExitCode.UNVERIFIED and allow_unverified)
 
 
 def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = False,
-            missing: tuple[str, ...] = ()) -> Gate:
+            missing: tuple[str, ...] = (), unrelated: Callable[[], tuple[str, ...]] = tuple) -> Gate:
     """Apply the rule to `evidence`, printing the report it calls for. `missing`: what this
-    machine lacks for a check (collect's problems: no GPU, no compute-sanitizer), said first."""
+    machine lacks for a check (collect's problems: no GPU, no compute-sanitizer), said first;
+    `unrelated()`: warnings that the inputs may not belong together, asked for only when a
+    report is printed (JSON carries them as `warnings`; the Gate hands them back)."""
     if evidence.hang is None and not evidence.sanitizer and evidence.verification is None:
         return Gate(ExitCode.OK, ())  # reports alone: they claim nothing about correctness
+    warned: dict[str, tuple[str, ...]] = {}  # "unrelated": unrelated(), once a report is printed
+
+    def report(value, text, as_json, as_markdown) -> None:  # type: ignore[no-untyped-def]
+        if "unrelated" not in warned:
+            warned["unrelated"] = tuple(unrelated())
+        emit(fmt, value, text, with_warnings(as_json, warned["unrelated"]), as_markdown)
+
     # Imported only where there is evidence to judge (start-up time, not a cycle): the
     # sanitizer findings, the handoff worksheet and cuda-gdb's parser cost ~0.17 s to import,
     # a tenth of a one-report `wsperf analyze`.
@@ -81,7 +94,7 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
     said = ""
     if evidence.hang is not None:
         rep = deadlock(evidence)
-        emit(fmt, rep, _deadlock_text, render.deadlock_json, _deadlock_markdown)
+        report(rep, _deadlock_text, render.deadlock_json, _deadlock_markdown)
         code, said = ExitCode.DEADLOCK, _deadlock_markdown(rep)
         tried = tuple(_deadlock_experiments(rep))
     corr = evidence_correctness(evidence)
@@ -89,11 +102,12 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
     excused = accepted_races(list(evidence.sheets), corr, ver.accepted) if ver is not None else ()
     if corr.broken and not excused:
         value = (corr, ver, races(evidence, corr), race_accesses(list(evidence.sheets), corr))
-        emit(fmt, value, _correctness_text, _correctness_json, _correctness_markdown)
+        report(value, _correctness_text, _correctness_json, _correctness_markdown)
         return Gate(code or ExitCode.CORRECTNESS, (), "hang" if code else "correctness",
                     said + _correctness_markdown(value),
                     (tried if code else ()) + tuple(dict.fromkeys(
-                        f"{r.release.value} on {r.barrier} ({r.role}): {r.check}" for r in value[2])))
+                        f"{r.release.value} on {r.barrier} ({r.role}): {r.check}" for r in value[2])),
+                    warnings=warned.get("unrelated", ()))
     caveats = _checked_caveats(ver) + _not_counted_caveats(corr)
     if excused:
         hazards = sum(g.findings for g in corr.groups)
@@ -102,19 +116,37 @@ def handoff(evidence: Evidence, fmt: OutputFormat, allow_unverified: bool = Fals
                               "the falsifiable check: " + "; ".join(dict.fromkeys(r.check for r in races(evidence, corr))),
                               tool="racecheck", findings=hazards))
     if code:
-        return Gate(code, tuple(caveats), "hang", said, tried)
+        return Gate(code, tuple(caveats), "hang", said, tried, warnings=warned.get("unrelated", ()))
     if ver is not None and not ver.verified:
         caveats = [Caveat("unverified", f"correctness unverified: {p}") for p in ver.problems] + caveats
         if not allow_unverified or fmt is not OutputFormat.json:
-            emit(fmt, ver, lambda v, console: _unverified_text(v, console, missing),
-                 lambda v: _unverified_json(v, missing), lambda v: _unverified_markdown(v, missing))
-        return Gate(ExitCode.UNVERIFIED, tuple(caveats), "unverified", _unverified_markdown(ver, missing))
+            report(ver, lambda v, console: _unverified_text(v, console, missing),
+                   lambda v: _unverified_json(v, missing), lambda v: _unverified_markdown(v, missing))
+        return Gate(ExitCode.UNVERIFIED, tuple(caveats), "unverified", _unverified_markdown(ver, missing),
+                    warnings=warned.get("unrelated", ()))
     return Gate(ExitCode.OK, tuple(caveats))
 
 
-def with_caveats(fmt: OutputFormat, caveats: tuple[Caveat, ...], verdicts, text, as_json, as_markdown) -> None:
+def with_warnings(as_json, warnings: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """`as_json` with the `warnings` (inputs that may not belong together, said on stderr
+    too) as the document's `warnings` list, when there are any."""
+    if not warnings:
+        return as_json
+
+    def doc(value) -> str:  # type: ignore[no-untyped-def]
+        d = json.loads(as_json(value))
+        return json.dumps({**d, "warnings": list(warnings)} if isinstance(d, dict)
+                          else {"result": d, "warnings": list(warnings)}, indent=2)
+
+    return doc
+
+
+def with_caveats(fmt: OutputFormat, caveats: tuple[Caveat, ...], verdicts, text, as_json, as_markdown,
+                 warnings: tuple[str, ...] = ()) -> None:
     """Emit performance verdicts with the gate's caveats: a `caveats` list in JSON, a
-    quoted paragraph in Markdown, yellow lines before the text."""
+    quoted paragraph in Markdown, yellow lines before the text; JSON also carries the
+    `warnings` (with_warnings)."""
+    as_json = with_warnings(as_json, warnings)
     if not caveats:
         emit(fmt, verdicts, text, as_json, as_markdown)
     elif fmt is OutputFormat.json:
@@ -168,28 +200,26 @@ def _deadlock_experiments(rep: DeadlockReport) -> list[str]:
 def _not_counted(corr: CorrectnessReport) -> list[str]:
     """Findings that did not stop the bundle, one line each: inside library kernels, caused
     by the sanitizer's kernel filter, or answered by the machine code."""
-    return _vendor_caveats(corr) + list(corr.filter_artifacts) + list(corr.sass_artifacts) + \
-        list(corr.toolchain_protocol)
+    return _vendor_caveats(corr) + [a.text for a in corr.set_aside]
 
 
 def _checked_caveats(ver: Verification | None) -> list[Caveat]:
     """`_checked` as caveats: the sanitizer's scope, and each tool run again unfiltered."""
     if ver is None:
         return []
-    return ([Caveat("scope", ver.scope)] if ver.scope else []) + [
+    return ([Caveat("scope", ver.scope, kernel=", ".join(ver.scope_kernels) or None)] if ver.scope else []) + [
         Caveat("sanitizer-retry", r, tool=next((t for t in ("memcheck", "racecheck", "initcheck", "synccheck")
                                                 if t in r), None)) for r in ver.retried]
 
 
 def _not_counted_caveats(corr: CorrectnessReport) -> list[Caveat]:
-    """`_not_counted` as caveats, each with its kind (and, for a library kernel, its tool,
-    kernel, library and counts)."""
+    """`_not_counted` as caveats, each with its kind, tool, kernel, counts and (for a
+    library kernel) library."""
     return [Caveat("vendor-kernel", text, tool=v.tool, kernel=v.kernel, library=None if v.library == "?" else v.library,
                    findings=v.findings, hazards=v.hazards or None)
             for v, text in zip(corr.vendor, _vendor_caveats(corr))] + \
-        [Caveat("filter-artifact", t) for t in corr.filter_artifacts] + \
-        [Caveat("sass-artifact", t) for t in corr.sass_artifacts] + \
-        [Caveat("toolchain-protocol", t, tool="racecheck") for t in corr.toolchain_protocol]
+        [Caveat(a.kind, a.text, tool=a.tool, kernel=a.kernel, findings=a.findings, hazards=a.hazards or None)
+         for a in corr.set_aside]
 
 
 def _vendor_caveats(corr: CorrectnessReport) -> list[str]:

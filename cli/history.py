@@ -185,5 +185,5 @@ def export(
         for name, n in res.rows.items():
             t.add_row(name, f"{n:,}")
         out.print(t)
-        out.print(render.plain(f"wrote {res.files} Parquet files ({res.partitions} run_date partitions) to "
-                               f"{res.directory}"), soft_wrap=True)
+        out.print(render.plain(f"wrote {render.counted(res.files, 'Parquet file')} "
+                               f"({render.counted(res.partitions, 'run_date partition')}) to {res.directory}"), soft_wrap=True)

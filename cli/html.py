@@ -19,7 +19,7 @@ import altair as alt
 from wsperf.analyses.analyze import KernelAnalysis
 from wsperf.analyses.compare import CompareResult, KernelComparison
 from wsperf.cli import charts as ch
-from wsperf.cli.compare import value as figure_value
+from wsperf.cli.compare import launch_configs, values as figure_values
 from wsperf.cli.render import dims, duration, ncu_text, plain, regs_smem, workload_text, ws_text
 from wsperf.collectors.files import check_output, write_output
 
@@ -211,7 +211,7 @@ def analysis_fragment(analyses: list[KernelAnalysis]) -> str:
 
 def _kernel_comparison(k: KernelComparison) -> str:
     # Values in their unit, as text and Markdown print them (144.4 us, 96.2%).
-    fig = [[f"<code>{_e(f.name)}</code>", _e(f.kind), _e(figure_value(f, f.base)), _e(figure_value(f, f.cand)),
+    fig = [[f"<code>{_e(f.name)}</code>", _e(f.kind), *map(_e, figure_values(f)),
             "n/a" if f.delta_pct is None else f"{f.delta_pct:+.1f}%",
             "n/a" if f.p_value is None else f"{f.p_value:.3g}",
             "n/a" if f.threshold_pct is None else f"{f.threshold_pct:g}%",
@@ -226,7 +226,7 @@ def _kernel_comparison(k: KernelComparison) -> str:
     head = (f"<h2>{_e(k.kernel)}"
             + (' <span class="regression">regression</span>' if k.regression else "") + "</h2>\n"
             + _kv([("base", k.base_name), ("candidate", k.cand_name), ("matched by", k.matched_by),
-                   ("launch config", k.launch_config),
+                   ("launch config", launch_configs(k)),
                    ("launches", f"{len(k.base_launch_ids)} base, {len(k.cand_launch_ids)} candidate")]))
     return (head + "<h3>Figures</h3>\n"
             + _table(["figure", "kind", "base", "candidate", "change", "p", "threshold", "verdict", "unit", "note"],

@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover - Typer releases that depend on Click in
     import click  # type: ignore[no-redef]
 
 import wsperf
+from wsperf.cli.help import WholeHelpCommand, name_choice_placeholders
 from wsperf.cli.params import paths_checked_by_wsperf
 from wsperf.collectors import prestart
 
@@ -82,8 +83,9 @@ def command(name: str) -> typer.core.TyperCommand:
     module, attr, summary, settings = _COMMANDS[name]
     f = getattr(importlib.import_module(f"wsperf.cli.{module}"), attr)
     one = typer.Typer(rich_markup_mode="markdown", add_completion=False)
-    one.command(name=name, short_help=summary, context_settings=settings or None)(paths_checked_by_wsperf(f))
-    return typer.main.get_command(one)  # type: ignore[return-value]
+    one.command(name=name, short_help=summary, context_settings=settings or None,
+                cls=WholeHelpCommand)(paths_checked_by_wsperf(f))
+    return name_choice_placeholders(typer.main.get_command(one))  # type: ignore[return-value]
 
 
 class _LazyCommand(typer.core.TyperCommand):

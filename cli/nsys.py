@@ -36,7 +36,7 @@ from wsperf.analyses.nsys import (
 )
 from wsperf.cli.common import check_outputs, emit, err, error_boundary, load_with_progress
 from wsperf.cli.runs import begin_run
-from wsperf.cli.render import OutputFormat, analyses_json, analyses_markdown, analyses_text, distinct_names, \
+from wsperf.cli.render import OutputFormat, analyses_json, analyses_markdown, analyses_text, counted, distinct_names, \
     duration, fold_name, md, plain
 from wsperf.cli.table import Table
 from wsperf.collectors.errors import InputError
@@ -206,12 +206,12 @@ def write_nsys_charts(con: duckdb.DuckDBPyConnection, rep: NsysReport, out_dir: 
     """Write the timeline charts; returns them by name."""
     # Imported only when asked for: Altair is slow to import.
     from wsperf.analyses.nsys import timeline
-    from wsperf.cli.charts import write_charts
+    from wsperf.cli.charts import write_charts, wrote_charts
     from wsperf.cli.nsys_charts import nsys_charts
 
     charts = nsys_charts(rep.summary, timeline(con, [e.export_id for e in rep.summary.exports]))
     files = write_charts(charts, out_dir)
-    err.print(plain(f"wsperf: wrote {len(charts)} charts ({len(files)} files) to {out_dir}"))
+    err.print(plain(wrote_charts("wsperf", charts, files, out_dir)))
     return charts
 
 
@@ -232,11 +232,11 @@ def _exports_lines(s: NsysSummary) -> list[str]:
     lines = []
     for e in s.exports:
         lines.append(f"{e.path}: nsys {e.nsys_version or '?'} (export schema {e.export_schema or '?'}), "
-                     f"{e.kernels:,} kernel records" + (f", command {e.command}" if e.command else ""))
+                     f"{counted(e.kernels, 'kernel record')}" + (f", command {e.command}" if e.command else ""))
         if e.gpus:
             lines.append("  GPUs: " + "; ".join(e.gpus))
-    lines.append(f"Kernel time: {duration(s.kernel_time_ns)} over {sum(k.launches for k in s.kernels):,} launches of "
-                 f"{len(s.kernels):,} kernels")
+    lines.append(f"Kernel time: {duration(s.kernel_time_ns)} over {counted(sum(k.launches for k in s.kernels), 'launch')} "
+                 f"of {counted(len(s.kernels), 'kernel')}")
     return lines
 
 

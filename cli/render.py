@@ -269,9 +269,8 @@ def _roles_table(a: KernelAnalysis) -> Table:
               "waiting on mbarrier", "top stalls"):
         t.add_column(c, justify="left" if c in ("role", "code", "top stalls") else "right")
     for r in a.roles:
-        t.add_row(a.role_label(r.role), str(r.instructions), _num(r.executed), _num(r.samples),
-                  "n/a" if r.wait_share is None else f"{100 * r.wait_share:.1f}%",
-                  plain(", ".join(f"{reason} {n}" for reason, n in r.top_stalls)))
+        t.add_row(a.role_label(r.role), _num(r.instructions), _num(r.executed), _num(r.samples),
+                  "n/a" if r.wait_share is None else f"{100 * r.wait_share:.1f}%", _stalls(r.top_stalls))
     return t
 
 
@@ -297,10 +296,14 @@ def _partitions_table(a: KernelAnalysis) -> Table:
         t.add_column(c, justify="left" if c in ("role", "job", "registers", "top stalls") else "right")
     for p in a.partitions:
         t.add_row(plain(p.partition), plain(p.job or "-"), registers_text(a, p.registers) if p.job else "-",
-                  str(p.instructions), _num(p.executed), _num(p.samples),
-                  "n/a" if p.wait_share is None else f"{100 * p.wait_share:.1f}%",
-                  plain(", ".join(f"{reason} {n}" for reason, n in p.top_stalls)))
+                  _num(p.instructions), _num(p.executed), _num(p.samples),
+                  "n/a" if p.wait_share is None else f"{100 * p.wait_share:.1f}%", _stalls(p.top_stalls))
     return t
+
+
+def _stalls(top: Iterable[tuple[str, int]]) -> Text:
+    """`branch_resolving 2,027, ...`: each reason with its samples."""
+    return plain(", ".join(f"{reason} {_num(n)}" for reason, n in top))
 
 
 def _findings_table(a: KernelAnalysis) -> Table:
@@ -341,6 +344,14 @@ def ncu_rule_lines(s: LaunchSummary) -> list[str]:
 
 def _num(v: int | None) -> str:
     return "n/a" if v is None else f"{v:,}"
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 kernel`, `6 launches`, `1,024 run_date partitions`: the count with its digits
+    grouped and the noun (its last word) in the number the count asks for."""
+    if n == 1:
+        return f"{n:,} {noun}"
+    return f"{n:,} {noun}{'es' if noun.endswith(('s', 'x', 'ch', 'sh')) else 's'}"
 
 
 # Past this many identical launches their durations read as a range, not one by one (a
@@ -551,8 +562,8 @@ def environment_text(env: Environment, console: Console) -> None:
     t.add_row("python", env.python, env.platform)
     t.add_row("wsperf", env.wsperf, "")
     for name, version in env.packages.items():
-        if version or name in ("ncu-report", "duckdb"):
-            t.add_row(name, version or Text("MISSING", style="red"), "")
+        found = _package_found(name, version)
+        t.add_row(name, version or Text(found, style="red" if found == "MISSING" else "yellow"), "")
     for tool in env.tools:
         t.add_row(tool.name, plain(tool.version) if tool.version else Text("not found", style="yellow"),
                   plain(tool.path or tool.note))
@@ -564,6 +575,12 @@ def environment_text(env: Environment, console: Console) -> None:
     console.print(t)
 
 
+def _package_found(name: str, version: str | None) -> str:
+    """A package's version; else MISSING for one wsperf needs, `not installed` for one a
+    repro may use (torch, triton, TVM, CuTe DSL), as JSON's null says."""
+    return version or ("MISSING" if name in ("ncu-report", "duckdb") else "not installed")
+
+
 def environment_json(env: Environment) -> str:
     d = _jsonable(env)
     d["gpus"] = [dict(_jsonable(g), arch=g.arch) for g in env.gpus]
@@ -573,7 +590,7 @@ def environment_json(env: Environment) -> str:
 def environment_markdown(env: Environment) -> str:
     """`wsperf doctor -f markdown`: the same checks as a table for an issue or a PR."""
     rows = [("python", env.python, env.platform), ("wsperf", env.wsperf, "")]
-    rows += [(n, v or "MISSING", "") for n, v in env.packages.items() if v or n in ("ncu-report", "duckdb")]
+    rows += [(n, _package_found(n, v), "") for n, v in env.packages.items()]
     rows += [(t.name, t.version or "not found", t.path or t.note) for t in env.tools]
     rows += ([(f"gpu {g.index}", g.name, f"{g.arch} (cc {g.compute_capability}), driver {g.driver}")
               for g in env.gpus] or [("gpu", "none", env.gpu_note)])

@@ -84,7 +84,9 @@ def _environment(bundle: Path) -> list[str]:
         return ["- environment.json missing or unreadable"]
     gpus = [f"{g.get('name')} (driver {g.get('driver')}, compute capability {g.get('compute_capability')})"
             for g in recorded(env, "gpus")]
-    tools = [f"{t.get('name')} {t.get('version') or '?'}" for t in recorded(env, "tools") if t.get("path")]
+    # a tool whose version could not be read: the note environment.json recorded for it
+    tools = [f"{t.get('name')} {t.get('version') or ('(' + str(t['note']) + ')' if t.get('note') else '?')}"
+             for t in recorded(env, "tools") if t.get("path")]
     pk = env.get("packages") if isinstance(env.get("packages"), dict) else {}
     return [f"- GPU: {md(', '.join(gpus) or 'none')}", f"- tools: {md(', '.join(tools) or 'none found')}",
             f"- Python {md(env.get('python'))}, wsperf {md(env.get('wsperf'))}; "

@@ -20,7 +20,7 @@ from rich.console import Console
 from wsperf.analyses.hypotheses import Finding
 from wsperf.analyses.timeline import (RoleShare, TimelineExport, TimelineSummary, export_timeline, load_timelines,
                                       summarize_timeline)
-from wsperf.cli.common import check_outputs, emit, error_boundary, load_progress
+from wsperf.cli.common import check_outputs, emit, err, error_boundary, load_progress
 from wsperf.cli.render import OutputFormat, _jsonable, duration, md, plain, version
 from wsperf.cli.table import Table
 from wsperf.collectors.errors import InputError
@@ -111,12 +111,12 @@ def timeline(
                          what="the Perfetto file")
         charts: dict = {}
         if charts_dir is not None:
-            from wsperf.cli.charts import charts_markdown, write_charts
+            from wsperf.cli.charts import charts_markdown, write_charts, wrote_charts
             from wsperf.cli.timeline_charts import timeline_charts
 
             for s in summaries:
                 charts.update(timeline_charts(s))
-            write_charts(charts, charts_dir)
+            err.print(plain(wrote_charts("wsperf", charts, write_charts(charts, charts_dir), charts_dir)))
         emit(fmt, summaries, timeline_text, timeline_json, timeline_markdown)
         if charts and fmt is OutputFormat.markdown:
             sys.stdout.write(charts_markdown(charts, charts_dir))
@@ -156,7 +156,7 @@ def timeline_text(summaries: list[TimelineSummary], console: Console) -> None:
         for c in ("role", "event", "warps", "intervals", "share of warp time", "median"):
             t.add_column(c, justify="left" if c in ("role", "event") else "right")
         for r in s.roles:
-            t.add_row(plain(r.role), plain(r.event), str(r.warps), str(r.intervals), _share(r), duration(r.median_ns))
+            t.add_row(plain(r.role), plain(r.event), f"{r.warps:,}", f"{r.intervals:,}", _share(r), duration(r.median_ns))
         console.print(t)
         if (cut := _cut_line(s)) is not None:
             console.print(plain(cut))
@@ -190,7 +190,7 @@ def timeline_markdown(summaries: list[TimelineSummary]) -> str:
     for s in summaries:
         out += [md(_head(s)), "", "| role | event | warps | intervals | share of warp time | median |",
                 "| --- | --- | ---: | ---: | ---: | ---: |"]
-        out += [f"| {md(r.role)} | {md(r.event)} | {r.warps} | {r.intervals} | {_share(r)} | "
+        out += [f"| {md(r.role)} | {md(r.event)} | {r.warps:,} | {r.intervals:,} | {_share(r)} | "
                 f"{duration(r.median_ns)} |" for r in s.roles]
         if (cut := _cut_line(s)) is not None:
             out += ["", f"**{md(cut)}**"]

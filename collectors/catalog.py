@@ -33,10 +33,11 @@ LAZY_SCHEMAS = ("nsys_schema.sql", "sanitizer_schema.sql", "timeline_schema.sql"
 
 # (kind, query): each query lists (name, definition) of the current database's objects.
 _OBJECTS = (
+    # tables and views in the order they were made: a view comes after what it reads
     ("table", "SELECT table_name, sql FROM duckdb_tables() WHERE database_name = current_database() "
-              "AND schema_name = 'main'"),
+              "AND schema_name = 'main' ORDER BY table_oid"),
     ("view", "SELECT view_name, sql FROM duckdb_views() WHERE database_name = current_database() "
-             "AND schema_name = 'main' AND NOT internal"),
+             "AND schema_name = 'main' AND NOT internal ORDER BY view_oid"),
     ("schema", "SELECT schema_name, sql FROM duckdb_schemas() WHERE database_name = current_database() "
                "AND schema_name <> 'main'"),
     ("object outside main", "SELECT schema_name || '.' || table_name, sql FROM duckdb_tables() "
@@ -80,6 +81,19 @@ def create_every_table(con: duckdb.DuckDBPyConnection) -> None:
     files = resources.files("wsperf.queries")
     for name in LAZY_SCHEMAS:
         con.execute((files / name).read_text(encoding="utf-8"))
+
+
+def expose_every_table(con: duckdb.DuckDBPyConnection) -> None:
+    """`create_every_table` for a store opened read-only (`wsperf sql --db`, a Python
+    session): every documented table and view the file lacks is made, empty, as a TEMP
+    object of this connection, so a query finds it; the file is not written, and what it
+    holds is read as it is (nothing stored is shadowed: only absent names are made)."""
+    found = catalog(con)
+    expected = expected_catalog()
+    for kind in ("table", "view"):  # tables first: a view reads them
+        for name, ddl in expected[kind].items():
+            if name not in found[kind] and ddl is not None:
+                con.execute(ddl.replace(f"CREATE {kind.upper()} ", f"CREATE TEMP {kind.upper()} ", 1))
 
 
 def expected_catalog() -> dict[str, dict[str, str | None]]:

@@ -328,17 +328,23 @@ def parse_resource_usage(text: str) -> dict[tuple[str | None, str], dict[str, in
 
 
 def demangle(names: list[str]) -> dict[str, str]:
-    """Itanium names through c++filt (binutils) when present; else names stay as they are."""
+    """Itanium names through c++filt (binutils) when present; else names stay as they are.
+    CUTLASS's names nest templates deeper than c++filt's default recursion limit, past
+    which it prints the name unchanged: `--no-recurse-limit` lifts it; a c++filt without
+    that option (older binutils, cu++filt) refuses it, and is run again without."""
     filt = shutil.which("c++filt") or shutil.which("cu++filt")
     if filt is None or not names:
         return {n: n for n in names}
-    try:
-        proc = subprocess.run([filt], input="\n".join(names) + "\n", capture_output=True, text=True,
-                              timeout=TOOL_TIMEOUT_S, check=False)
+    for options in (["--no-recurse-limit"], []):
+        try:
+            proc = subprocess.run([filt, *options], input="\n".join(names) + "\n", capture_output=True, text=True,
+                                  timeout=TOOL_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return {n: n for n in names}
         out = proc.stdout.splitlines()
-    except (OSError, subprocess.TimeoutExpired):
-        return {n: n for n in names}
-    return dict(zip(names, out)) if proc.returncode == 0 and len(out) == len(names) else {n: n for n in names}
+        if proc.returncode == 0 and len(out) == len(names):
+            return dict(zip(names, out))
+    return {n: n for n in names}
 
 
 def _function_name(demangled: str) -> str:

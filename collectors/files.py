@@ -45,6 +45,12 @@ from wsperf.collectors.errors import InputError, WsperfError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
+# Compressed files an input may arrive as (a report attached to an issue as .ncu-rep.xz):
+# (magic, format, the command that expands it). Where an input accepts one of these (a
+# gzipped report or export) its own magic matches first.
+COMPRESSED = ((b"\xfd7zXZ\x00", "xz", "xz -d"), (b"\x28\xb5\x2f\xfd", "zstd", "zstd -d"),
+              (b"\x1f\x8b", "gzip", "gzip -d"), (b"BZh", "bzip2", "bzip2 -d"))
+
 
 def why(e: OSError | ValueError) -> str:
     """A short reason for a failed file operation, for an error message."""
@@ -100,12 +106,16 @@ def open_input(path: str | os.PathLike[str], *, kind: str, limit: int, magic: tu
         raise
     if magic:
         try:
-            head = f.read(max(len(m) for m in magic))
+            head = f.read(max(len(m) for m in (*magic, *(c[0] for c in COMPRESSED))))
         except OSError as e:
             f.close()
             raise error(f"{path}: cannot read it ({why(e)})") from None
         if head and not any(head.startswith(m) for m in magic):
             f.close()
+            packed = next((c for c in COMPRESSED if head.startswith(c[0])), None)
+            if packed is not None:
+                raise error(f"{path}: is {packed[1]}-compressed, not {kind} itself; decompress it first "
+                            f"(`{packed[2]} {path}`) and give the file it expands to")
             raise error(f"{path}: is not {kind} (it does not start like one)")
         f.seek(0)
     return f

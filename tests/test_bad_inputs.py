@@ -135,6 +135,16 @@ def test_reports_through_the_cli(tmp_path):
     (tmp_path / "dir").mkdir()
     cli("ncu report", "analyze", tmp_path / "dir")
 
+def test_a_compressed_report_says_how_to_expand_it(tmp_path):
+    # torch_step.ncu-rep.xz as committed: "not an Nsight Compute report (it does not start
+    # like one)" sent a user looking for a damaged file
+    xz = ROOT / "fixtures" / "reports" / "torch_step.ncu-rep.xz"
+    assert_one_error_line(wsperf("analyze", xz), 2, f"{xz}: is xz-compressed", f"`xz -d {xz}`")
+    zst = tmp_path / "gemm_ffma.ncu-rep.zst"
+    zst.write_bytes(bytes.fromhex("28b52ffd") + (REPORTS / "gemm_ffma.ncu-rep").read_bytes()[:4096])
+    assert_one_error_line(wsperf("analyze", zst), 2, "is zstd-compressed", "`zstd -d ")
+
+
 def test_a_report_without_source_counters_says_what_to_collect():
     p = cli("ncu report", "analyze", corpus.BASIC, codes=(0,))
     text = p.stdout.decode()

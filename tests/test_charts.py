@@ -337,6 +337,15 @@ def test_analyze_charts_and_markdown_links(tmp_path):
     assert "wrote 3 charts (12 files)" in p.stderr
 
 
+def test_timeline_charts_say_what_they_wrote(tmp_path):
+    # as analyze and nsys do: one line on stderr, nothing on stdout but the report
+    p = wsperf("timeline", ROOT / "fixtures" / "timeline" / "ring1.wsperf-trace", "--charts", tmp_path / "c",
+               "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip() == f"wsperf: wrote 3 charts (12 files) to {tmp_path / 'c'}"
+    assert len(list((tmp_path / "c").iterdir())) == 12 and json.loads(p.stdout)
+
+
 @pytest.mark.parametrize("args, message", [
     (["chart", REPORTS / "gemm_wgmma_tma.ncu-rep", "--out", "FILE"], "not a directory"),
     (["chart", REPORTS / "gemm_wgmma_tma.ncu-rep", "--out", "D", "--kernel", "no_such_kernel"], "no kernel launch"),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from support import ALL_REPORTS, REPORTS, assert_one_error_line, kernels, wsperf
+from wsperf.cli.main import _COMMANDS, command
 
 
 def test_every_fixture_report_analyzes_to_valid_json():
@@ -61,6 +62,16 @@ def test_text_output_names_each_launch():
         assert needle in p.stdout
 
 
+def test_roles_table_counts_have_thousands_separators():
+    # samples read 3,518 beside top stalls that read 2027: every count groups its digits
+    p = wsperf("analyze", REPORTS / "ws_stream_serialized.ncu-rep", env={"COLUMNS": "250"})
+    assert p.returncode == 0, p.stderr
+    producer = next(ln for ln in p.stdout.splitlines() if "│ producer (warp 0)" in ln)
+    assert "3,518" in producer and "branch_resolving 2,027" in producer
+    consumer = next(ln for ln in p.stdout.splitlines() if "│ consumer (warps 1-4)" in ln)
+    assert "wait 6,256" in consumer and "long_scoreboard 2,283" in consumer
+
+
 def test_markdown_output_is_a_table_per_launch_and_per_hypothesis():
     p = wsperf("analyze", REPORTS / "multi_launch.ncu-rep", "--format", "markdown")
     assert p.returncode == 0, p.stderr
@@ -104,6 +115,22 @@ def test_db_persists_appends_and_is_idempotent(tmp_path):
     assert json.loads(p.stdout) == [{"n": 2}]
     p = wsperf("sql", "SELECT kernel_function FROM launches ORDER BY launch_id", "--db", db, "--format", "csv")
     assert p.stdout.splitlines() == ["kernel_function", "ws_stream", "gemm_ffma"]
+
+
+def test_db_store_exposes_every_documented_table_without_writing_it(tmp_path):
+    # A store written by `analyze --db` holds no timeline, nsys, sanitizer or worksheet
+    # table; `sql --db` still finds each (empty), reads the stored rows, and leaves the file as it was.
+    db = tmp_path / "runs.duckdb"
+    assert wsperf("analyze", REPORTS / "gemm_ffma.ncu-rep", "--db", db).returncode == 0
+    before = db.read_bytes()
+    q = ("SELECT (SELECT count(*) FROM launches) AS launches, (SELECT count(*) FROM timeline_events) AS t, "
+         "(SELECT count(*) FROM timeline_overlap) AS o, (SELECT count(*) FROM nsys_kernels) AS n, "
+         "(SELECT count(*) FROM sanitizer_findings) AS s, (SELECT count(*) FROM ws_flags) AS w, "
+         "(SELECT count(*) > 0 FROM pm_samples) AS pm")
+    p = wsperf("sql", q, "--db", db, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [{"launches": 1, "t": 0, "o": 0, "n": 0, "s": 0, "w": 0, "pm": True}]
+    assert db.read_bytes() == before
 
 
 def test_bad_sql_is_one_error_line(tmp_path):
@@ -156,6 +183,14 @@ def test_doctor_reports_versions():
     assert {t["name"] for t in env["tools"]} >= {"ncu", "compute-sanitizer", "nvcc", "cuda-gdb"}
     p = wsperf("doctor")
     assert p.returncode == 0 and "ncu-report" in p.stdout
+    # every package JSON lists is a row of the text and Markdown too; one JSON gives null
+    # (torch, triton, TVM, CuTe DSL absent) reads "not installed", not nothing
+    rows = {ln.strip("│ ").split("│")[0].strip(): ln for ln in p.stdout.splitlines() if ln.startswith("│")}
+    md = wsperf("doctor", "--format", "markdown").stdout
+    for name, version in env["packages"].items():
+        assert name in rows and f"| {name} |" in md, name
+        if version is None:
+            assert "not installed" in rows[name] and f"| {name} | not installed |" in md, name
 
 
 def test_report_without_instruction_data_says_unknown_not_none():
@@ -195,6 +230,30 @@ def test_version_and_a_help_list_of_whole_sentences():
     summary = lines[start:end]
     assert "(exit 3)" not in " ".join(summary)  # the first sentence only
     assert all(len(line) > 50 for line in summary[:-1]), summary
+
+
+@pytest.mark.parametrize("args, values", [
+    (("collect", "--help"), ["memcheck,racecheck,initcheck,synccheck", "warp-synced-single-lane-release.",
+                             "<format>"]),
+    (("compare", "--help"), ["[thresholds.<hypothesis>]", "<format>"]),
+    (("analyze", "--help"), ["[thresholds.<hypothesis>]"]),
+])
+def test_help_at_80_columns_cuts_no_value(args, values):
+    """At 80 columns (and narrower) no default, value or placeholder ends in "…" or is split
+    mid-word: a choice option's placeholder names the value, the help lists the choices."""
+    for width in ("80", "60"):
+        p = wsperf(*args, env={"COLUMNS": width})
+        assert p.returncode == 0 and "…" not in p.stdout, p.stdout
+    lines = [line.strip("│ ") for line in wsperf(*args, env={"COLUMNS": "80"}).stdout.splitlines()]
+    for v in values:
+        assert any(v in line for line in lines), (v, lines)
+
+
+def test_every_choice_options_help_names_its_choices():
+    for name in _COMMANDS:
+        for p in command(name).params:
+            for choice in getattr(p.type, "choices", None) or ():
+                assert choice in (p.help or ""), (name, p.opts, choice)
 
 
 def test_piped_output_keeps_the_width_columns_asks_for():

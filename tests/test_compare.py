@@ -262,11 +262,11 @@ def test_the_cli_exit_codes_and_json():
     doc = json.loads(p.stdout)
     assert doc["regression"] is True and doc["exit_code"] == 1 and doc["regressions"] == 3
     (k,) = doc["kernels"]
-    assert set(k) == {"kernel", "base_name", "cand_name", "matched_by", "launch_config", "base_launch_ids",
-                      "cand_launch_ids", "figures", "verdicts", "regression"}
+    assert set(k) == {"kernel", "base_name", "cand_name", "matched_by", "launch_config", "base_launch_config",
+                      "base_launch_ids", "cand_launch_ids", "figures", "verdicts", "regression"}
     d = next(f for f in k["figures"] if f["name"] == "duration_ns")
     assert set(d) == {"name", "kind", "unit", "base_values", "cand_values", "base", "cand", "delta_pct", "p_value",
-                      "threshold_pct", "change", "note"}
+                      "threshold_pct", "change", "note", "base_detail", "cand_detail"}
     assert d["change"] == "regression" and len(d["base_values"]) == 6
 
     # The same report on both sides loads once and compares to itself.
@@ -313,12 +313,27 @@ def test_a_bundle_is_a_side(tmp_path):
     assert_one_error_line(wsperf("compare", broken, HEALTHY_A), 2, "the sanitizer found correctness errors")
 
 
+def test_a_cluster_change_reads_in_one_notation_and_the_header_shows_both_sides():
+    # the cluster row said base 1, candidate 2 beside the note "none -> 2x1x1", and the
+    # header gave only the candidate's cluster
+    p = wsperf("compare", REPORTS / "ws_stream_healthy.ncu-rep", REPORTS / "ws_stream_cluster.ncu-rep",
+               env={"COLUMNS": "200"})
+    assert "Traceback" not in p.stderr, p.stderr
+    lines = p.stdout.splitlines()
+    assert any(ln.startswith("kernel ws_stream  grid 396x1x1 block 160x1x1 cluster none -> 2x1x1, ") for ln in lines)
+    (row,) = [ln.strip("│ ").split("│") for ln in lines if ln.startswith("│ cluster ")]
+    assert [c.strip() for c in row[:3]] == ["cluster", "none", "2x1x1"] and "none -> 2x1x1" in row[-1]
+    md = wsperf("compare", REPORTS / "ws_stream_healthy.ncu-rep", REPORTS / "ws_stream_cluster.ncu-rep", "-f",
+                "markdown").stdout
+    assert "| ws\\_stream | cluster | none | 2x1x1 |" in md
+
+
 def test_errors_are_one_line_and_exit_2(tmp_path):
     assert_one_error_line(wsperf("compare", tmp_path / "missing.ncu-rep", HEALTHY_A), 2,
                           "no such report file or bundle directory")
     assert_one_error_line(wsperf("compare", REPORTS / "ws_stream_healthy.ncu-rep", REPORTS / "gemm_ffma.ncu-rep"),
                           2, "no kernel is on both sides")
-    assert_one_error_line(wsperf("compare", HEALTHY_A), 2, "give BASE CANDIDATE")
+    assert_one_error_line(wsperf("compare", HEALTHY_A), 2, "give BASE CANDIDATE", "(got 1 argument and no --vs)")
     assert_one_error_line(wsperf("compare", HEALTHY_A, HEALTHY_B, "--db", tmp_path / "none.duckdb"), 2,
                           "no such store")
     assert_one_error_line(wsperf("compare", HEALTHY_A, HEALTHY_B, "--kernel", "("), 2, "--kernel")

@@ -150,12 +150,27 @@ def test_a_triton_repro_keeps_its_generated_code_and_finishes_every_sanitizer_to
     assert code == 0 and doc["outcome"] == "clean"
 
 
+def test_caveats_in_json_carry_the_tool_kernel_and_counts_their_sentence_names():
+    code, doc = _analyze("triton_ws4")
+    assert code == 0
+    by_kind = {c["kind"]: c for c in doc["caveats"]}
+    assert set(by_kind) == {"scope", "sass-artifact", "toolchain-protocol"}
+    scope, sass, proto = by_kind["scope"], by_kind["sass-artifact"], by_kind["toolchain-protocol"]
+    assert scope["kernel"] == "persistent_matmul_ws" and "(persistent_matmul_ws;" in scope["text"]
+    assert (sass["tool"], sass["kernel"], sass["findings"]) == ("initcheck", "persistent_matmul_ws", 20)
+    assert sass["text"].startswith("initcheck:") and sass["text"].endswith("(20 findings)")
+    assert (proto["tool"], proto["kernel"], proto["findings"]) == ("racecheck", "persistent_matmul_ws", 20)
+    assert proto["hazards"] > 0 and proto["text"].endswith("(20 findings)")
+
+
 def test_initchecks_host_copy_under_a_kernel_filter_is_the_filters_not_the_users():
     code, doc = _analyze("torch_filter")
     assert code == 0
     (item,) = doc["caveats"]
     caveat = item["text"]
     assert item["kind"] == "filter-artifact"
+    # the fields the sentence is built from: the tool, and the two host-copy records
+    assert (item["tool"], item["kernel"], item["findings"]) == ("initcheck", None, 2)
     assert "Host API uninitialized memory access" in caveat and "scale_rows" in caveat
     # the same finding without the filter is the user's: a stop
     con = open_store(None)
@@ -218,6 +233,8 @@ def test_report_md_for_a_hang_names_the_cause_and_a_falsifiable_fix(tmp_path):
                     "## Conclusion", "## Experiments"):
         assert section in text
     assert "NVIDIA H200 (driver 580.159.04" in text and "`generated/ws_deadlock.ptx` (ptx)" in text
+    # the bundle's environment.json could not read cuda-gdb's version: its note, not "?"
+    assert "cuda-gdb (version not understood (exit 0))" in text and "cuda-gdb ?" not in text
     assert "| cause | evidence | consumers (warps 1-2) wait at pipeline.cuh:102 on full" in text
     assert "initialize full with count 32 (not 64): the repro must finish" in text
     assert "\\_" not in text.split("## Symptom")[0].split("## Launch shapes")[1]  # code spans show no escapes

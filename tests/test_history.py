@@ -296,6 +296,8 @@ def test_export_round_trips_through_parquet(runs, tmp_path):
     p = wsperf("export", "--db", db, "--parquet", out)
     assert p.returncode == 0, p.stderr
     con = duckdb.connect(str(db), read_only=True)
+    (days,), = con.execute("SELECT count(DISTINCT CAST(started_at AS DATE)) FROM runs").fetchall()
+    assert f" ({days} run_date partition{'' if days == 1 else 's'}) to " in p.stdout  # (one day but at midnight)
     for t in ("runs", "reports", "run_reports"):
         assert con.execute("SELECT * FROM read_parquet(?) ORDER BY ALL", [str(out / f"{t}.parquet")]).fetchall() \
             == con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()

@@ -185,3 +185,16 @@ def test_a_profile_report_points_to_analyze():
     report = Path(__file__).resolve().parents[1] / "fixtures" / "reports" / "gemm_wgmma_tma_basic.ncu-rep"
     p = wsperf("inspect", report)
     assert_one_error_line(p, 2, "an Nsight Compute report", f"wsperf analyze {report}")
+
+
+def test_cutlass_names_are_demangled_and_folded():
+    # CUTLASS nests templates past c++filt's default recursion limit (the name came back
+    # mangled); JSON keeps the whole demangled name, text shows it folded.
+    cubin = CUBINS / "cutlass_builder_gemm.sm_90a.cubin"
+    (k,) = _inspect_json(cubin)
+    assert k["demangled"].startswith("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<")
+    assert k["name"] == "cutlass::device_kernel"
+    p = wsperf("inspect", cubin, env={"COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    assert "void cutlass::device_kernel<...>(cutlass::gemm::kernel::GemmUniversal<...>::Params)" in p.stdout
+    assert "_ZN7cutlass" not in p.stdout

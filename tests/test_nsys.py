@@ -316,6 +316,12 @@ def _refused(path: Path, *needles: str) -> str:
     return str(e.value)
 
 
+def test_one_launch_of_one_kernel_reads_in_the_singular():
+    p = wsperf("nsys", PUBLIC / "nsys" / "vecadd_rtx3060_nsys2025.5.sqlite.gz", env={"COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    assert "1 kernel record," in p.stdout and "over 1 launch of 1 kernel\n" in p.stdout
+
+
 def test_an_export_without_kernel_activity_is_refused():
     _refused(NO_KERNELS, "holds no CUDA kernel activity", "CUDA trace was on, but no kernel ran")
 

@@ -237,4 +237,5 @@ def test_counts_have_digit_separators_and_no_cluster_is_none_everywhere():
     assert "160x1x1 / none" in run_cli("analyze", healthy, env={"COLUMNS": "200"}).stdout
     assert "160x1x1 / none |" in run_cli("analyze", healthy, "--format", "markdown").stdout
     p = run_cli("compare", cluster, healthy, env={"COLUMNS": "200"})
-    assert "block 160x1x1 cluster none" in p.stdout and "cluster -" not in p.stdout, p.stdout
+    # (the header shows both sides where they differ)
+    assert "block 160x1x1 cluster 2x1x1 -> none" in p.stdout and "cluster -" not in p.stdout, p.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import re
 import shutil
 import sqlite3
@@ -134,6 +135,18 @@ def test_worksheet_titles_a_kernel_by_its_demangled_name():
     first, second = p.stdout.splitlines()[:2]
     assert first.startswith("gemm_ffma(") and "_Z9" not in first
     assert second.strip() == "symbol: _Z9gemm_ffmaPK13__nv_bfloat16S1_Pf"  # what --kernel and ncu match
+
+
+def test_worksheet_titles_a_cutlass_kernel_by_its_folded_demangled_name():
+    """CUTLASS's names nest past c++filt's default recursion limit: the title is still the
+    demangled name, folded as `inspect` folds it; JSON keeps the whole symbol."""
+    ptx = FIX / "ptx" / "cutlass_builder_gemm.ptx"
+    p = wsperf("worksheet", ptx, env={"COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    first = p.stdout.splitlines()[0]
+    assert first.startswith("void cutlass::device_kernel<...>(cutlass::gemm::kernel::GemmUniversal<...>::Params)  (")
+    (k,) = json.loads(wsperf("worksheet", ptx, "--format", "json").stdout)["kernels"]
+    assert k["kernel"].startswith("_ZN7cutlass13device_kernel") and len(k["kernel"]) > 1000
 
 
 @pytest.mark.parametrize("width", [80, 120])

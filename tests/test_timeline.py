@@ -172,6 +172,14 @@ def test_charts_show_what_sql_says(traces, name, stages):
     assert set(order) == {r["cta"] for r in occ}
 
 
+def test_counts_in_text_and_markdown_have_thousands_separators():
+    # the head said 14,476 events while the table said 2816 intervals
+    for fmt in ("text", "markdown"):
+        p = wsperf("timeline", TIMELINES / "ring4.wsperf-trace", "-f", fmt, env={"COLUMNS": "200"})
+        assert p.returncode == 0, p.stderr
+        assert "14,476 events" in p.stdout and "2,816" in p.stdout and "2816" not in p.stdout
+
+
 def test_perfetto_export_reads_back_the_same(tmp_path):
     out = tmp_path / "ring1.perfetto.json"
     first = wsperf("timeline", TIMELINES / "ring1.wsperf-trace", "--perfetto", out, "-f", "json")

@@ -36,6 +36,23 @@ def test_a_sanitizer_file_of_another_kernel_is_said_so():
     assert "nvjet_sm90" in w and "(gemm_ffma)" in w
 
 
+def test_a_sanitizer_file_of_another_kernel_is_in_the_json_too():
+    # as the timeline's device warning is: JSON's `warnings`, beside the line on stderr
+    p = wsperf("analyze", REPORTS / "gemm_ffma.ncu-rep", "--sanitizer", SYNCCHECK, "--format", "json")
+    assert p.returncode == 3
+    (w,) = _warnings(p.stderr)
+    doc = json.loads(p.stdout)
+    assert doc["outcome"] == "correctness" and doc["warnings"] == [w.split(": warning: ", 1)[1]]
+    listed = wsperf("analyze", REPORTS / "gemm_ffma.ncu-rep", "--sanitizer",
+                    ROOT / "fixtures" / "evidence" / "torch_vendor4096" / "sanitizer" / "racecheck.xml", "-f", "json")
+    assert listed.returncode == 0
+    (w,) = json.loads(listed.stdout)["warnings"]
+    assert "nvjet_sm90" in w and "(gemm_ffma)" in w
+    same = wsperf("analyze", REPORTS / "ws_stream_healthy.ncu-rep", "--sanitizer",
+                  ROOT / "fixtures" / "evidence" / "release_warp_synced" / "sanitizer" / "racecheck.xml", "-f", "json")
+    assert same.returncode == 3 and "warnings" not in json.loads(same.stdout)
+
+
 def test_a_timeline_from_another_gpu_is_said_so():
     # an RTX 3060 export beside an H200 report: nothing of one is the other's run
     for command in ("analyze", "nsys"):
