@@ -53,8 +53,9 @@ class _Kernel:
         # the index registers of barrier addresses that run past the barriers initialized (the
         # sites flag 13 names): what other flags read through them is a consequence
         self.runaway: set[str] = set()
-        # shared slots whose only store copies another slot (worksheet_flags._slot_copies)
-        self.slot_copies: dict[tuple[str | None, int], tuple[str | None, int]] | None = None
+        # shared slots whose only store writes another slot's value plus a constant
+        # (worksheet_flags._slot_links): slot -> (that slot, the constant)
+        self.slot_copies: dict[tuple[str | None, int], tuple[tuple[str | None, int], int]] | None = None
         self._blocks()
         self._populations()
 

@@ -1434,32 +1434,29 @@ def _tmem_cols(k: _Kernel, op: str) -> tuple[tuple[str | None, int], int, frozen
 def _slot_source(k: _Kernel, r: str) -> tuple[tuple[str | None, int], int] | None:
     """(base slot, offset) when register r is loaded from a shared slot: the slot itself,
     or, where the slot's only store wrote another slot's value plus a constant, that slot
-    and the constant."""
+    and the constant (followed through `_slot_links`)."""
+    slot = _loaded_slot(k, r)
+    if slot is None:
+        return None
+    off, seen = 0, {slot}
+    while (link := _slot_links(k).get(slot)) is not None and link[0] not in seen:
+        slot, off = link[0], off + link[1]
+        seen.add(slot)
+    return slot, off
+
+
+def _loaded_slot(k: _Kernel, r: str) -> tuple[str | None, int] | None:
+    """The shared slot register r is loaded from (its one definition an ld.shared of one
+    decided word), or None."""
     ds = k.defs.get(r, [])
     if len(ds) != 1 or not ds[0].opcode.startswith("ld.shared") or not ds[0].operands:
         return None
-    v = k.vals(ds[0].operands[-1])
-    if v is None or v[1] is None or len(v[1]) != 1:
-        return None
-    slot = (v[0], next(iter(v[1])))
-    off = 0
-    for _ in range(4):
-        if slot in _slot_copies(k):
-            slot = _slot_copies(k)[slot]
-            continue
-        stores = [st for st in k.stmts if st.opcode.startswith("st.shared") and len(st.operands) == 2
-                  and (w := k.vals(st.operands[0])) is not None and w[1] == frozenset({slot[1]}) and w[0] == slot[0]]
-        if len(stores) != 1:
-            break
-        f = k._linear(stores[0].operands[1].strip(), 0)
-        if f is None or f[0] is not None or len([c for c in f[1].values() if c]) != 1:
-            break
-        (reg, c), = [(x, y) for x, y in f[1].items() if y]
-        inner = _slot_source(k, reg) if c == 1 else None
-        if inner is None:
-            break
-        slot, off = inner[0], off + inner[1] + f[2]
-    return slot, off
+    return _one_word(k, ds[0].operands[-1])
+
+
+def _one_word(k: _Kernel, op: str) -> tuple[str | None, int] | None:
+    v = k.vals(op)
+    return (v[0], next(iter(v[1]))) if v is not None and v[1] is not None and len(v[1]) == 1 else None
 
 
 def _tmem_operand(s: Stmt) -> str:
@@ -1481,11 +1478,8 @@ def _tmem_slots(k: _Kernel, op: str, depth: int = 0) -> set[tuple[str | None, in
         return set()
     d = ds[0]
     if d.opcode.startswith("ld.shared") and d.operands:
-        v = k.vals(d.operands[-1])
-        if v is None or v[1] is None or len(v[1]) != 1:
-            return set()
-        slot = (v[0], next(iter(v[1])))
-        return {_slot_copies(k).get(slot, slot)}
+        slot = _one_word(k, d.operands[-1])
+        return set() if slot is None else {_copied_from(k, slot)}
     if d.opcode.split(".")[0] in ("mov", "add", "or", "and", "cvt") and len(d.operands) >= 2:
         out: set[tuple[str | None, int]] = set()
         for o in d.operands[1:]:
@@ -1495,35 +1489,39 @@ def _tmem_slots(k: _Kernel, op: str, depth: int = 0) -> set[tuple[str | None, in
     return set()
 
 
-def _slot_copies(k: _Kernel) -> dict[tuple[str | None, int], tuple[str | None, int]]:
-    """Shared slots that are copies of another: the only store to slot S writes what a
-    ld.shared read from slot T (Gluon's default partition keeps the tensor-memory base at
-    global_smem+0 and copies it to another word for its workers). S -> the slot it copies,
-    followed to the first; a slot stored more than once is its own."""
+def _copied_from(k: _Kernel, slot: tuple[str | None, int]) -> tuple[str | None, int]:
+    """The slot that `slot` copies (its only store writes what a ld.shared read from another
+    slot: Gluon's default partition keeps the tensor-memory base at global_smem+0 and copies
+    it to another word for its workers), followed through copies without an offset; a slot
+    stored more than once is its own."""
+    seen = {slot}
+    while (link := _slot_links(k).get(slot)) is not None and link[1] == 0 and link[0] not in seen:
+        slot = link[0]
+        seen.add(slot)
+    return slot
+
+
+def _slot_links(k: _Kernel) -> dict[tuple[str | None, int], tuple[tuple[str | None, int], int]]:
+    """S -> (T, c) for each shared slot S whose only store writes the value loaded from slot
+    T plus a constant c (a copy where c is 0; the address of a buffer past the base, `base +
+    128`, the one Gluon's default partition hands its workers, otherwise). Read once a kernel."""
     if k.slot_copies is not None:
         return k.slot_copies
-
-    def one(op: str) -> tuple[str | None, int] | None:
-        v = k.vals(op)
-        return (v[0], next(iter(v[1]))) if v is not None and v[1] is not None and len(v[1]) == 1 else None
-
     stores: dict[tuple[str | None, int], list[Stmt]] = {}
     for st in k.stmts:
-        if st.opcode.startswith("st.shared") and len(st.operands) == 2 and (slot := one(st.operands[0])):
+        if st.opcode.startswith("st.shared") and len(st.operands) == 2 and (slot := _one_word(k, st.operands[0])):
             stores.setdefault(slot, []).append(st)
-    copies: dict[tuple[str | None, int], tuple[str | None, int]] = {}
+    links: dict[tuple[str | None, int], tuple[tuple[str | None, int], int]] = {}
     for slot, sts in stores.items():
-        ds = k.defs.get(sts[0].operands[1].strip(), []) if len(sts) == 1 else []
-        if len(ds) == 1 and ds[0].opcode.startswith("ld.shared") and ds[0].operands and \
-                (src := one(ds[0].operands[-1])) is not None and src != slot:
-            copies[slot] = src
-    for slot in list(copies):
-        seen = {slot}
-        while copies[slot] in copies and copies[slot] not in seen:
-            seen.add(copies[slot])
-            copies[slot] = copies[copies[slot]]
-    k.slot_copies = copies
-    return copies
+        f = k._linear(sts[0].operands[1].strip(), 0) if len(sts) == 1 else None
+        if f is None or f[0] is not None:
+            continue
+        leaves = [(x, c) for x, c in f[1].items() if c]
+        if len(leaves) == 1 and leaves[0][1] == 1 and (src := _loaded_slot(k, leaves[0][0])) is not None \
+                and src != slot:
+            links[slot] = (src, f[2])
+    k.slot_copies = links
+    return links
 
 
 def _tmem_stores(k: _Kernel, b: Barrier) -> set[tuple[str | None, int]]:
