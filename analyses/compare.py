@@ -145,7 +145,7 @@ class Side:
 def resolve_side(con: duckdb.DuckDBPyConnection, names: Sequence[str], *, db: Path | None = None,
                  progress: Progress | None = None) -> Side:
     """Load each of `names` into the store `con` and return its launches: a report file
-    (`.ncu-rep`, `.ncu-rep.gz`), a bundle directory from `wsperf collect`, or, with `db`
+    (`.ncu-rep`, `.ncu-repz`, `.ncu-rep.gz`), a bundle directory from `wsperf collect`, or, with `db`
     (the store `con` was opened on), a run label recorded there. The same report named on
     both sides loads once and gives the same launches."""
     ids: list[int] = []

@@ -209,7 +209,7 @@ def load(paths: PathLike | Iterable[PathLike], db: PathLike | None = None, expec
          config: PathLike | None = None, kernel: str | None = None) -> Session:
     """Load Nsight Compute reports and analyze every launch, as `wsperf analyze` does.
 
-    paths: one report (.ncu-rep, or .ncu-rep.gz) or several.
+    paths: one report (.ncu-rep, .ncu-repz or .ncu-rep.gz) or several.
     db: a DuckDB file to load into (created if absent, appended to if present); default
         in memory. Only the reports given here are analyzed, whatever else the file holds.
     expect: what the kernels should use (tma, tensor-core, wgmma, tcgen05, setmaxnreg,

@@ -28,7 +28,7 @@ from wsperf.collectors.store import LOCK_TIMEOUT_S, open_store
 
 
 def analyze(
-    reports: list[Path] = typer.Argument(None, help="Nsight Compute reports (.ncu-rep), or bundle directories "
+    reports: list[Path] = typer.Argument(None, help="Nsight Compute reports (.ncu-rep, .ncu-repz), or bundle directories "
                                          "written by `wsperf collect`; Nsight Systems exports (.sqlite, .sqlite.gz, .nsys-rep) "
                                          "for the timeline report.", show_default=False),
     sanitizer: list[Path] = typer.Option([], "--sanitizer", "-s", help="compute-sanitizer XML (`--xml --save "

@@ -40,7 +40,7 @@ class CompareFormat(str, enum.Enum):
 
 
 def compare(
-    inputs: list[str] = typer.Argument(..., help="BASE CANDIDATE: each a report (.ncu-rep, .ncu-rep.gz), a bundle "
+    inputs: list[str] = typer.Argument(..., help="BASE CANDIDATE: each a report (.ncu-rep, .ncu-repz, .ncu-rep.gz), a bundle "
                                        "directory from `wsperf collect`, or a run label in --db; or Nsight Systems "
                                        "exports (.sqlite, .sqlite.gz: kernel durations, every launch a sample). With "
                                        "--vs, every argument is the base.", show_default=False),

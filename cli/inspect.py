@@ -42,7 +42,7 @@ def inspect(
     with error_boundary():
         check_kernel_regex(kernel)
         for p in paths:
-            if p.name.endswith((".ncu-rep", ".ncu-rep.gz")):
+            if p.name.endswith((".ncu-rep", ".ncu-repz", ".ncu-rep.gz")):
                 raise InputError(f"{p}: an Nsight Compute report, not compiled code: `wsperf analyze {p}` reads it "
                                  "(inspect disassembles executables, shared libraries, cubins, fatbins and .cu files)")
         con = open_store(db)

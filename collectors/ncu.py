@@ -156,15 +156,20 @@ _INSERTS = (
 
 # Limits on what a report can be: beyond them it is refused before it is read (MAX_REPORT_BYTES
 # and REPORT_MAGIC: collectors/prestart.py).
-MAX_GUNZIP_BYTES = 8 << 30  # decompressed, for a .gz report (a decompression bomb is refused)
+MAX_GUNZIP_BYTES = 8 << 30  # decompressed, for a .gz or .ncu-repz report (a decompression bomb is refused)
 GZIP_MAGIC = b"\x1f\x8b"
+# Nsight Compute 2025.4's compressed report, .ncu-repz: zstd frames around the report's own
+# bytes (ncu_report 2026.3 reads such a file as it reads the .ncu-rep inside). Decompressed
+# here with `zstandard`, so that every ncu_report wsperf supports (2025.3 included) reads it
+# and its identity is that of the report inside, as for a .gz.
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _STAGED = re.compile(r"\b_wsperf_([a-z_]+)\b")
 # Inserts that read only tables of the metrics parts, which a prefetching reader writes
 # before the code parts (the rest read the code parts' tables, or what those inserted).
 _EARLY = frozenset(i for i, (_, sql) in enumerate(_INSERTS)
                    if (reads := set(_STAGED.findall(sql))) and reads <= set(METRICS_TABLES))
 _BY_READER = ("metrics", "metric_info")  # a metric's key is its reader's
-_KIND = "an Nsight Compute report (.ncu-rep or .ncu-rep.gz)"
+_KIND = "an Nsight Compute report (.ncu-rep, .ncu-repz or .ncu-rep.gz)"
 _CHUNK = 1 << 20
 
 
@@ -183,40 +188,74 @@ def _scratch(p: Path) -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+class _Unzstd:
+    """A reader of the bytes inside the zstd frames of `f` (a .ncu-repz), frame after frame,
+    that raises EOFError when the file ends inside a frame (a truncated copy) or its bytes
+    are damaged."""
+
+    def __init__(self, f) -> None:
+        import zstandard  # only a .ncu-repz needs it
+
+        self._f, self._new, self._error = f, zstandard.ZstdDecompressor().decompressobj, zstandard.ZstdError
+        self._d, self._left, self._fed = self._new(), b"", False
+
+    def read(self, n: int) -> bytes:
+        while True:
+            if self._d.eof:  # a frame ended: what followed it starts the next
+                self._left = self._d.unused_data + self._left
+                self._d, self._fed = self._new(), False
+            data = self._left or self._f.read(n)
+            self._left = b""
+            if not data:
+                if self._fed:
+                    raise EOFError("the file ends inside a zstd frame")
+                return b""
+            self._fed = True
+            try:
+                out = self._d.decompress(data)
+            except self._error as e:
+                raise EOFError(str(e)) from None
+            if out:
+                return out
+
+
 def _snapshot(p: Path, dest: Path) -> tuple[str, int]:
-    """Copy the report at `p` (decompressing a .gz) to `dest`, returning the SHA-256 and
-    size of what was written. The file is checked first (a regular file, at most
-    MAX_REPORT_BYTES, starting with the report or gzip magic) and a .gz must decompress
-    to the report magic in its first MiB: nothing is hashed, copied or expanded before
-    the header says it is a report."""
+    """Copy the report at `p` (decompressing a .gz or a .ncu-repz) to `dest`, returning the
+    SHA-256 and size of what was written. The file is checked first (a regular file, at
+    most MAX_REPORT_BYTES, starting with the report, gzip or zstd magic) and a compressed
+    one must decompress to the report magic in its first chunk: nothing is hashed, copied
+    or expanded before the header says it is a report."""
     h = hashlib.sha256()
     size = 0
-    with open_input(p, kind=_KIND, limit=MAX_REPORT_BYTES, magic=(REPORT_MAGIC, GZIP_MAGIC), error=ReportError) as f:
-        gz = f.read(2) == GZIP_MAGIC
+    with open_input(p, kind=_KIND, limit=MAX_REPORT_BYTES, magic=(REPORT_MAGIC, GZIP_MAGIC, ZSTD_MAGIC),
+                    error=ReportError) as f:
+        head = f.read(4)
+        packed = "gzip" if head.startswith(GZIP_MAGIC) else "zstd" if head == ZSTD_MAGIC else None
         f.seek(0)
         try:
             with open(dest, "wb") as out:
-                source = gzip.GzipFile(fileobj=f, mode="rb") if gz else f
+                source = (gzip.GzipFile(fileobj=f, mode="rb") if packed == "gzip" else _Unzstd(f) if packed
+                          else f)
                 first = True
                 while chunk := source.read(_CHUNK):
                     if first and not chunk.startswith(REPORT_MAGIC[:len(chunk)]):
-                        raise ReportError(f"{p}: decompresses to something that is not {_KIND}" if gz
+                        raise ReportError(f"{p}: decompresses to something that is not {_KIND}" if packed
                                           else f"{p}: is not {_KIND} (it does not start like one)")
                     first = False
                     size += len(chunk)
-                    if gz and size > MAX_GUNZIP_BYTES:
+                    if packed and size > MAX_GUNZIP_BYTES:
                         raise ReportError(f"{p}: expands to more than {MAX_GUNZIP_BYTES:,} bytes; "
                                           "not a plausible compressed report")
                     h.update(chunk)
                     out.write(chunk)
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-            raise ReportError(f"{p}: is a damaged or truncated gzip file ({e}); copy the report again") from None
+            raise ReportError(f"{p}: is a damaged or truncated {packed} file ({e}); copy the report again") from None
         except OSError as e:
             where = "the temporary directory" if e.filename in (None, str(dest)) else p
             raise ReportError(f"{p}: cannot copy it into {where} to read it ({why(e)}); free space there or "
                               "point TMPDIR elsewhere") from None
     if size == 0:
-        what = "decompresses to nothing" if gz else "is empty (0 bytes)"
+        what = "decompresses to nothing" if packed else "is empty (0 bytes)"
         raise ReportError(f"{p}: {what}, not an Nsight Compute report; collect it again with ncu -o")
     if size < len(REPORT_MAGIC):
         raise ReportError(f"{p}: is not {_KIND} (it is {size} bytes long)")
