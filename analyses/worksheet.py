@@ -42,8 +42,8 @@ from wsperf.analyses.sql import check_kernel_regex, matching
 from wsperf.analyses.worksheet_eval import _dest, _Kernel, _warps
 from wsperf.analyses.worksheet_flags import (_flag_cluster_init, _flag_counts, _flag_cta_barrier,
                                              _flag_init_in_role, _flag_phase_order, _flag_proxy_fence,
-                                             _flag_not_initialized, _flag_parity_never_flips,
-                                             _flag_never_waited, _flag_released_before_use, _flag_tmem_freed_early,
+                                             _flag_not_initialized, _flag_parity_never_flips, _flag_unrolled_parity,
+                                             _flag_never_waited, _flag_released_before_use, _flag_store_source_rewritten, _flag_tmem_freed_early,
                                              _flag_tx_bytes)
 from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Arrive, Barrier, Flag, KernelSheet,
                                              Site, Wait, Worksheet, _fmt, _local)
@@ -402,8 +402,10 @@ def analyse(e: Entry, source: str, boxes: list[int] | None = None) -> KernelShee
     flags += _flag_cluster_init(k, stmts, barriers)
     flags += _flag_tmem_freed_early(k, stmts, barriers)
     flags += _flag_parity_never_flips(k, barriers)
+    flags += _flag_unrolled_parity(k, barriers, flags)
     flags += _flag_not_initialized(barriers)
     flags += _flag_released_before_use(k, barriers)
+    flags += _flag_store_source_rewritten(k, flags)
     flags += _flag_never_waited(k, barriers)
     return KernelSheet(e.name, source, e.target, k.n, tuple(roles), tuple(storage), barriers, tuple(fences),
                        tuple(lifetime), _merged_notes(k.notes), tuple(flags), k.dispatch_table_lines(),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from wsperf.analyses.correctness import Basis, Item
-from wsperf.analyses.worksheet_eval import _Kernel, _warps
+from wsperf.analyses.worksheet_eval import _holds, _Kernel, _warps
 from wsperf.analyses.worksheet_model import (_ARRIVE, _BAR0, _WAIT, FLAG_NAMES, Barrier, Flag, _local, _where,
                                              phase_arrivals)
 from wsperf.collectors.ptx import Stmt
@@ -1214,10 +1214,15 @@ _BULK_STORE = re.compile(r"^cp\.(reduce\.)?async\.bulk(\.tensor\.\w+)?\.global\.
 
 def _back_to_wait(k: _Kernel, i: int, p, stop: tuple[str, ...] = ()):
     """The statements threads p run before statement i in this trip of its work loop,
-    latest first, back to their last mbarrier wait (or an opcode that starts with one of stop)."""
+    latest first, back to their last mbarrier wait (or an opcode that starts with one of stop).
+    Outside a loop (a fully unrolled store warp), those of the blocks every path to i runs."""
     body = k.work_loop(i)
+    dom = None if body else k.dominators()[k.block_of[i]]
     for x in range(i - 1, -1, -1):
-        if k.block_of[x] not in body:
+        if dom is not None:
+            if k.block_of[x] not in dom:
+                continue
+        elif k.block_of[x] not in body:
             return
         q = k.threads(x)
         if q is not None and not q & p:
@@ -1245,7 +1250,7 @@ def _store_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
             continue
         i = k.stmt_of(a.site)
         p = k.threads(i) if i is not None else None
-        if i is None or p is None or not k.work_loop(i):
+        if i is None or p is None:
             continue
         for x in _back_to_wait(k, i, p, ("cp.async.bulk.wait_group",)):
             st = stmts[x]
@@ -1259,7 +1264,153 @@ def _store_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
     return []
 
 
-def _tmem_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
+_NAMED_BAR = ("bar.sync", "barrier.sync", "barrier.cta.sync", "bar.red", "barrier.red", "barrier.cta.red")
+
+
+def _feasible_succ(k: _Kernel, bb: int, p: frozenset) -> tuple[list[int], bool]:
+    """The blocks threads p may go to from block bb: a guarded branch's side none of them
+    takes is left out (a branch around an elected thread's wait); and whether that was
+    decided (False: a guard not derived, both sides kept)."""
+    end = k.starts[bb + 1] - 1 if bb + 1 < len(k.starts) else len(k.stmts) - 1
+    br = k.stmts[end]
+    if not br.opcode.startswith("bra") or not br.guard or len(k.succ[bb]) != 2:
+        return list(k.succ[bb]), True
+    g = k.value(br.guard)
+    took = {_holds(g(t), br.negated) for t in p} if g is not None else {None}
+    if None in took:
+        return list(k.succ[bb]), False
+    fall = bb + 1
+    return [x for x in k.succ[bb] if (x == fall and took != {True}) or (x != fall and took != {False})], True
+
+
+def _flag_store_source_rewritten(k: _Kernel, flagged: list[Flag]) -> list[Flag]:
+    """Flag 14 through a named barrier: a thread issues a bulk store from a shared buffer,
+    reaches a named barrier (bar.sync) with no cp.async.bulk.wait_group(.read) on its way,
+    and after that barrier threads write the same buffer with st.shared (the next tile's
+    results into the staging buffer of a cooperative epilogue). The barrier orders the
+    threads, not the bulk store's reads: the writes may land while the store still reads
+    the buffer. The buffer is the same where a write's address is the store's source
+    symbol plus the source's offset as its displacement (base + each thread's offset)."""
+    stmts = k.stmts
+    seen_lines = {f.line for f in flagged if f.code == 14}
+    ends = [k.starts[b + 1] if b + 1 < len(k.starts) else len(stmts) for b in range(len(k.starts))]
+    for i, st in enumerate(stmts):
+        if not _BULK_STORE.match(st.opcode) or len(st.operands) < 2 or not (p := k.threads(i)):
+            continue
+        src = k.vals(st.operands[1])
+        if src is None or src[0] is None or not src[1]:
+            continue
+        # the named barriers its thread reaches with the store's reads not waited, and whether
+        # every branch on the way was decided for it
+        bars: list[tuple[int, bool]] = []
+        todo, seen = [(i + 1, k.block_of[i], True)], set()
+        while todo:
+            j, bb, sure = todo.pop()
+            stop = False
+            for x in range(j, ends[bb]):
+                q = k.threads(x)
+                if q is not None and not q & p:
+                    continue
+                op = stmts[x].opcode
+                if op.startswith("cp.async.bulk.wait_group") or op.startswith(("ret", "exit")):
+                    stop = True
+                    break
+                if op.startswith(_NAMED_BAR):
+                    bars.append((x, sure))
+                    stop = True
+                    break
+            if not stop:
+                nexts, decided = _feasible_succ(k, bb, p)
+                for nb in nexts:
+                    if nb not in seen:
+                        seen.add(nb)
+                        todo.append((k.starts[nb], nb, sure and decided))
+        # a branch not decided for the thread matters only where a path to a barrier waits for
+        # the store (not the wait_group 0 before the kernel's exit)
+        def to_bar(x: int) -> list[int]:  # the statements from x on every path, up to a named barrier
+            out: list[int] = []
+            todo, seen = ([(x, k.block_of[x])] if x < len(stmts) else []), set()
+            while todo:
+                j, bb = todo.pop()
+                for y in range(j, ends[bb]):
+                    out.append(y)
+                    if stmts[y].opcode.startswith(_NAMED_BAR):
+                        break
+                else:
+                    todo += [(k.starts[nb], nb) for nb in k.succ[bb] if nb not in seen and not seen.add(nb)]
+            return out
+
+        waited = any(stmts[x].opcode.startswith("cp.async.bulk.wait_group") and
+                     any(stmts[y].opcode.startswith(_NAMED_BAR) for y in to_bar(x + 1)) for x in to_bar(i + 1))
+        for bar, sure in bars:
+            sure = sure or not waited
+            for x in _after(k, bar, None, stop_at_wait=False):
+                w = stmts[x]
+                if w.opcode.startswith(_NAMED_BAR):
+                    break
+                if not w.opcode.startswith(_SMEM_STORE) or not w.operands:
+                    continue
+                m = re.fullmatch(r"\[?\s*(%\w+)\s*(?:\+\s*(-?\d+))?\s*\]?", w.operands[0].strip())
+                v = k.vals(m.group(1)) if m else None
+                if v is None or v[0] != src[0]:
+                    continue
+                disp = int(m.group(2) or 0)  # type: ignore[union-attr]
+                if not ({o + disp for o in v[1]} & src[1] if v[1] is not None else disp in src[1]):
+                    continue
+                if w.line in seen_lines or bar in seen_lines:
+                    return []
+                b = stmts[bar]
+                return [Flag(14, FLAG_NAMES[14], f"a bulk store reads {src[0]}+{min(src[1])} ({st.opcode}, line "
+                             f"{st.line}) and its thread reaches {b.opcode} {', '.join(b.operands)} (line {b.line}) "
+                             "with no cp.async.bulk.wait_group.read between; after that barrier threads write the "
+                             f"same buffer ({w.opcode}, line {w.line}): the barrier orders the threads, not the "
+                             "store's reads of shared memory, so the writes may change what the store still reads "
+                             "(a race, no hang). Wait for the store's reads (cp.async.bulk.wait_group.read 0) "
+                             "before the barrier that lets the buffer be written again"
+                             + ("" if sure else " (a branch on the way is not decided for the storing thread: it "
+                                "may take a path through a wait_group this sheet did not follow)"),
+                             Basis.EVIDENCE if sure else Basis.ASSUMPTION, b.line)]
+    return []
+
+
+def _roles_before(barriers: tuple[Barrier, ...], waits_of: dict[str, set[int]], me: str | None = None
+                  ) -> dict[int, set[str]]:
+    """For each barrier (by position), the roles whose work may precede the completion of
+    its phases: its arrivers, and, to a fixed point, the roles that complete the barriers
+    those arrivers wait on (`waits_of`: role -> the barriers it waits on). Arrivals by role
+    `me` are left out of the chains."""
+    before = {n: {a.site.role for a in x.arrivers if a.site.role != me} for n, x in enumerate(barriers)}
+    changed = True
+    while changed:
+        changed = False
+        for n, x in enumerate(barriers):
+            for a in x.arrivers:
+                if a.site.role == me:
+                    continue
+                for m in waits_of.get(a.site.role, ()):
+                    if not before[m] <= before[n]:
+                        before[n] |= before[m]
+                        changed = True
+    return before
+
+
+def _waits_unordered_with(k: _Kernel, barriers: tuple[Barrier, ...], roles: set[str], me: str) -> set[int]:
+    """The statements of role `me`'s waits on barriers whose phases nothing `roles` do can
+    complete: no arriver of theirs is one of `roles`, nor waits (at any depth) on a barrier
+    one of them arrives on. `me`'s own arrivals are left out of the chains: what they
+    complete it did before the wait, in its own order. Such a wait (an epilogue's wait for
+    its store ring's next free slot) orders nothing against what `roles` do next (the MMA
+    that overwrites a released accumulator)."""
+    waits_of: dict[str, set[int]] = {}
+    for n, x in enumerate(barriers):
+        for w in x.waiters:
+            waits_of.setdefault(w.site.role, set()).add(n)
+    before = _roles_before(barriers, waits_of, me)
+    return {j for n, x in enumerate(barriers) if not before[n] & roles
+            for w in x.waiters if w.site.role == me and (j := k.stmt_of(w.site)) is not None}
+
+
+def _tmem_released_early(k: _Kernel, b: Barrier, barriers: tuple[Barrier, ...] = ()) -> list[Flag]:
     """Flag 14 on tensor memory: a role releases b, whose waiters then issue tcgen05.mma, in a
     loop trip in which it read an accumulator (tcgen05.ld) before the release and reads the
     same one after it, before its next wait: the MMA may overwrite columns still to be read
@@ -1281,8 +1432,11 @@ def _tmem_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
                 before |= _tmem_slots(k, _tmem_operand(st))
         if not before and not mma:
             continue
-        walls = [x for x in _after(k, i, p, stop_at_wait=False, trip=True) if stmts[x].opcode.startswith(_WAIT)]
-        for x in _after(k, i, p, trip=True):
+        # waits the MMA's progress cannot complete (the store ring's) order nothing against it
+        past = _waits_unordered_with(k, barriers, {w.site.role for w in b.waiters}, a.site.role)
+        walls = [x for x in _after(k, i, p, stop_at_wait=False, trip=True)
+                 if stmts[x].opcode.startswith(_WAIT) and x not in past]
+        for x in _after(k, i, p, trip=True, past=past):
             if any(_forward(k, w, x) for w in walls):
                 continue
             st = stmts[x]
@@ -1299,7 +1453,8 @@ def _tmem_released_early(k: _Kernel, b: Barrier) -> list[Flag]:
                 continue
             return [Flag(14, FLAG_NAMES[14], f"{a.site.role} releases {b.name} ({a.kind}, {_where(a.site)}), "
                          f"whose waiters then issue tcgen05.mma into tensor memory, and reads the same accumulator {how} "
-                         "before its next wait: the MMA may overwrite columns still to be read (a race, no hang). "
+                         "with no wait between that the MMA must complete (a wait on its store ring orders nothing "
+                         "against it): the MMA may overwrite columns still to be read (a race, no hang). "
                          "Release the accumulator after its last tcgen05.ld and tcgen05.wait::ld",
                          Basis.EVIDENCE, a.site.line)]
     return []
@@ -1571,22 +1726,13 @@ def _unordered_waits(k: _Kernel, barriers: tuple[Barrier, ...], b: Barrier, wait
     roles = {a.site.role for a in b.arrivers}
     # the roles whose work may precede the first phase of each barrier, to a fixed point; a
     # first-trip parity not decided counts as a wait that blocks
-    before = {n: {a.site.role for a in x.arrivers} for n, x in enumerate(barriers)}
     free = {(bn, i) for bn, i, _, parity, _ in waits if parity == 1}
     waits_of: dict[str, set[int]] = {}
     for n, x in enumerate(barriers):
         for w in x.waiters:
             if (n, k.stmt_of(w.site)) not in free:
                 waits_of.setdefault(w.site.role, set()).add(n)
-    changed = True
-    while changed:
-        changed = False
-        for n, x in enumerate(barriers):
-            for a in x.arrivers:
-                for m in waits_of.get(a.site.role, ()):
-                    if not before[m] <= before[n]:
-                        before[n] |= before[m]
-                        changed = True
+    before = _roles_before(barriers, waits_of)
     out: set[int] = set()
     for n, x in enumerate(barriers):
         if x is b or before[n] & roles:
@@ -2083,6 +2229,74 @@ def _flag_parity_never_flips(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[
     return out
 
 
+def _flag_unrolled_parity(k: _Kernel, barriers: tuple[Barrier, ...], flagged: list[Flag]) -> list[Flag]:
+    """Flag 12, unrolled: the same threads wait on one barrier at two sites, the first
+    dominating the second, both for one constant parity, and between them those threads
+    arrive on a barrier that the barrier's own arrivers wait on (they released the stage,
+    so the second wait is for the barrier's next phase, of the other parity). A fully
+    unrolled store warp of TIRx waits c_full[0] at parity 0 on every visit: the second
+    visit passes on the first phase, before the stage is filled again. Waits of one phase
+    twice (no release between) are not flagged."""
+    out: list[Flag] = []
+    done = {f.line for f in flagged if f.code == 12}
+    dom = k.dominators()
+
+    def stmt_threads(site) -> tuple[int, frozenset] | None:  # type: ignore[no-untyped-def]
+        i = k.stmt_of(site)
+        t = k.threads(i) if i is not None else None
+        return (i, t) if t else None
+
+    waiters_of: dict[int, set] = {}  # id(barrier) -> the threads that wait on it
+    for e in barriers:
+        for w in e.waiters:
+            if (it := stmt_threads(w.site)) is not None:
+                waiters_of.setdefault(id(e), set()).update(it[1])
+    releases = [(it, e, a) for e in barriers for a in e.arrivers if a.arrivals and (it := stmt_threads(a.site))]
+
+    def named(e: Barrier, slots: tuple[int, ...]) -> str:  # one barrier of a group, where decided
+        return f"{e.name.split('+', 1)[0]}+{slots[0]}" if len(set(e.slots)) > 1 and len(set(slots)) == 1 else e.name
+
+    def before(x: int, y: int) -> bool:  # statement x runs before y on every path to y
+        return x < y and k.block_of[x] in dom[k.block_of[y]]
+
+    for b in barriers:
+        if not b.inits or any(w.site.line in done for w in b.waiters):
+            continue
+        fillers = set().union(*(it[1] for a in b.arrivers if (it := stmt_threads(a.site))))
+        inits = [x for s in (*(s for s, _ in b.inits), *b.invals) if (x := k.stmt_of(s)) is not None]
+        sites: dict[tuple, list[tuple[int, object, int]]] = {}
+        for w in b.waiters:
+            it = stmt_threads(w.site)
+            v = k.vals_at(w.parity, it[0]) if it and w.parity else None
+            if it is None or v is None or v[0] is not None or v[1] is None or len(v[1]) != 1 or \
+                    (len(set(b.slots)) > 1 and len(set(w.slots)) != 1):
+                continue
+            sites.setdefault((it[1], w.slots if len(set(b.slots)) > 1 else ()), []).append(
+                (it[0], w, next(iter(v[1])) & 1))
+        for (threads, _), ws in sites.items():
+            ws.sort(key=lambda x: x[0])
+            for (i1, w1, p1), (i2, w2, p2) in zip(ws, ws[1:]):
+                if p1 != p2 or not before(i1, i2) or any(i1 < x < i2 for x in inits):
+                    continue
+                freed = next(((e, a) for (j, t), e, a in releases if e is not b and t <= threads and before(i1, j)
+                              and before(j, i2) and waiters_of.get(id(e), set()) & fillers), None)
+                if freed is None:
+                    continue
+                out.append(Flag(12, FLAG_NAMES[12], f"{w2.site.role} waits on {named(b, w2.slots)} for parity {p2} at "  # type: ignore[attr-defined]
+                                f"{_where(w2.site)} as it did at {_where(w1.site)}, and between the two it "  # type: ignore[attr-defined]
+                                f"releases {named(freed[0], freed[1].slots)} ({_where(freed[1].site)}), which "
+                                f"{b.name}'s arrivers wait on before they arrive: "
+                                "the second wait is for the barrier's next phase, of the other parity, but a "
+                                f"wait for parity {p2} passes at once on the phase already completed, so the "
+                                "role reads or overwrites the stage before it is filled again. Unrolled waits "
+                                "alternate the parity each time the stage index wraps",
+                                Basis.EVIDENCE, w2.site.line))  # type: ignore[attr-defined]
+                break
+            if out and out[-1].line in {w.site.line for w in b.waiters}:
+                break  # one flag a barrier group
+    return out
+
+
 def _by_symbol(barriers: tuple[Barrier, ...]) -> dict[str, list[Barrier]]:
     """The barriers of each shared symbol (`global_smem+{0,8}` and `global_smem+16` are
     both global_smem's), in the sheet's order."""
@@ -2230,7 +2444,7 @@ def _flag_released_before_use(k: _Kernel, barriers: tuple[Barrier, ...]) -> list
                         if (i := k.stmt_of(w.site)) is not None and (p := k.threads(i)) is not None
                         for x in _after(k, i, p, stop_at_wait=False, trip=True))
         if mma_after:
-            out += _tmem_released_early(k, b)
+            out += _tmem_released_early(k, b, barriers)
         out += _store_released_early(k, b)
         out += _tmem_published_early(k, b)
         if not fills:

@@ -41,6 +41,16 @@ PLANTED = [
     _case("e8_cpx_relearly", [14], D + "{24,32,40} (arrive, line 204)"),
     _case("e8_cpx_ophase", [7], D + "{64,72} for parity 0 on its first trip (line 266"),
     _case("e8_cpx_storeearly", [14], "no cp.async.bulk.wait_group.read between"),
+    # found since round 8 was committed
+    # the epilogue's wait for a free store slot (c_empty) between the release and the last read
+    # orders nothing against the MMA: it is passed, not taken as the end of the trip's reads
+    _case("e8_ring3_acc_early", [14], "releases " + S + "{180304,180312} (arrive, line 2037)"),
+    # the store warp is fully unrolled: the store and the release are read in straight-line code
+    _case("e8_ring3_store_early", [14], "no cp.async.bulk.wait_group.read between"),
+    # 16 unrolled waits, all parity 0: the second wait on c_full[0] follows a release of c_empty[0]
+    _case("e8_ring3_noflip", [12], S + "180320 for parity 0 at line 1405 as it did at line 1304"),
+    # the release is a named barrier: bar.sync 1,256, then every consumer's st.shared into sC
+    _case("e8_coop_noreadwait", [14], D + "99328 (cp.async.bulk.tensor"),
     # missed now: strict xfails with the PTX fact the worksheet would need
     xfail_case("e8_dualwb_count", [2], "init with 128", reason=(
         "flag 2 is raised only as an assumption (two warpgroups taking turns): the arrivals are decided, "
@@ -53,18 +63,6 @@ PLANTED = [
         "warp 4 deallocates (line 2613) after bar.sync 1,128 (line 2592), which covers warps 4-7 only; "
         "warps 8-11 tcgen05.ld acc[1] (lines 2234-2288) and warp 1's last commit to acc_full[1] is never "
         "waited: the two writeback warpgroups are one role, so no use is seen outside the dealloc's barrier")),
-    xfail_case("e8_ring3_acc_early", [14], S + "{180304,180312}", reason=(
-        "the epilogue arrives acc_empty (line 2037) before its last tcgen05.ld (line 2114, + wait::ld at "
-        "2120), three reads of the trip after the first: not flagged (e8_nsplit_relearly, whose arrive "
-        "precedes the trip's first tcgen05.ld, is)")),
-    xfail_case("e8_ring3_store_early", [14], "no cp.async.bulk.wait_group.read between", reason=(
-        "warp 2 issues a TMA store from +131072 (line 1316), commit_group, then arrives c_empty[0] "
-        "(+180344, line 1327) with no wait_group.read (the only one is at line 1717): not flagged, "
-        "although the same shape in e8_cpx_storeearly is (flag 14)")),
-    xfail_case("e8_ring3_noflip", [12], S + "180320", reason=(
-        "the store warp, fully unrolled, waits c_full[0] (+180320) with constant parity 0 at line 1304 and "
-        "again at 1405 (all 16 waits parity 0) while each phase gets one completion: the waits "
-        "are unrolled sites, not one wait in a loop, and no flag 12 is raised")),
     xfail_case("e8_cl2_tx", [8], S + "196680", reason=(
         "the DSMEM copy's barrier %r829 = cvt.u32.u64(mapa.u64(cvta.shared(base)+196680, 0)) is left "
         "unresolved (a generic-address mapa), so its 65536 bytes (line 1532) are not set against "
@@ -85,10 +83,6 @@ PLANTED = [
         "red_full (+64) is arrived by warps 8-11 (line 578) and never waited; warps 4-7 ld.shared sR "
         "(+99328..) with no wait; the undecided ring index (see e8_kint_cnt8) merges the barriers into one "
         "group, so neither 'never waited' nor a read before the arrival is derived")),
-    xfail_case("e8_coop_noreadwait", [14], D + "99328", reason=(
-        "thread 128's TMA store from sC (+99328, line 543) + commit_group is followed, on the next tile, "
-        "by bar.sync 1,256 (line 485) and all 256 consumers' st.shared into sC with no wait_group.read: the "
-        "store-before-release check handles an mbarrier release (e8_cpx_storeearly), not a named barrier")),
 ]
 
 

@@ -150,7 +150,7 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
                "h4_pp2p_ordint.ptx", "h5_dacc_accnoflip.ptx", "g5_pgemm_accnoflip.ptx", "b6_twoepi_noflip.ptx",
                "b6_sring_cnoflip.ptx", "e7_attn_pnoflip.ptx",
                # the reduction barrier of an in-CTA split-K, waited with parity 0 every tile
-               "e8_kint_noflip.ptx"},
+               "e8_kint_noflip.ptx", "e8_ring3_noflip.ptx"},
            # (t_bscale_fp8_s3_w8_wrap4's counter wraps at 4 on 3 stages: starting at 2 with phase 1,
            # its first trip waits for parity 1 on ready[3], never initialized: flag 10 there is an
            # assumption that names flag 13)
@@ -162,7 +162,8 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
                 "e7_attn_pearly.ptx",
                 # a bias slot, an N-split accumulator half and a cp.async ring stage released before their
                 # reads; an output slot released before the bulk store that reads it has retired
-                "e8_bias_early.ptx", "e8_nsplit_relearly.ptx", "e8_cpx_relearly.ptx", "e8_cpx_storeearly.ptx"},
+                "e8_bias_early.ptx", "e8_nsplit_relearly.ptx", "e8_cpx_relearly.ptx", "e8_cpx_storeearly.ptx",
+                "e8_ring3_acc_early.ptx", "e8_ring3_store_early.ptx", "e8_coop_noreadwait.ptx"},
            15: {"tws3_grouped_s3_sm100_wrongarr.ptx", "e7_ks_nowait1.ptx"}}
 
 
