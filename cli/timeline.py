@@ -1,4 +1,5 @@
-"""`wsperf timeline`: load role timelines (wsperf traces, Proton / Chrome / Perfetto JSON),
+"""`wsperf timeline`: load role timelines (wsperf traces, Proton / Chrome / Perfetto JSON,
+Perfetto protobuf traces),
 optionally beside the Nsight Compute report of the same kernel, and show when each role
 works and waits, how full the ring is, and the `pipeline-bubbles` and `serialized-roles`
 verdicts (the latter decided by the timeline's copy/compute overlap); `--charts`
@@ -79,7 +80,8 @@ def perfetto_json(summaries: list[TimelineExport]) -> str:
 
 def timeline(
     traces: list[Path] = typer.Argument(..., help="Trace files: .wsperf-trace (wsperf_trace.cuh), Proton "
-                                        ".chrome_trace, Chrome-trace / Perfetto .json (optionally .gz).",
+                                        ".chrome_trace, Chrome-trace / Perfetto .json, Perfetto protobuf "
+                                        ".perfetto-trace / .pftrace / .perfetto (optionally .gz).",
                                         show_default=False),
     report: Optional[list[Path]] = typer.Option(None, "--report", help="Nsight Compute report(s) of the same "
                                                 "kernel: each trace joins the last launch of its kernel there, so "

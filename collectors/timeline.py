@@ -1,11 +1,13 @@
 """Role timelines into the store: the wsperf trace format (collectors/include/wsperf_trace.cuh,
-layout in `wsperf.collectors.trace_format`) and Chrome-trace / Perfetto JSON with per-warp
-or per-role tracks (Triton Proton's intra-kernel traces among them). Tables and every
-column: queries/timeline_schema.sql, applied on demand by `load_timeline`.
+layout in `wsperf.collectors.trace_format`), Chrome-trace / Perfetto JSON and Perfetto
+protobuf traces (collectors/perfetto_trace.py) with per-warp or per-role tracks (Triton
+Proton's intra-kernel traces among them). Tables and every column:
+queries/timeline_schema.sql, applied on demand by `load_timeline`.
 
 Chrome traces: 'X' events (ts, dur in microseconds) and 'B'/'E' pairs become a begin and
-an end row. The CTA is args.cta, else the number after 'CTA' in the track's process name
-(metadata 'M' events, or a string pid), else the numeric pid; the warp likewise from
+an end row, placed by the track rules of collectors/trace_tracks.py (shared with the
+Perfetto importer): the CTA is args.cta, else the number after 'CTA' in the track's process
+name (metadata 'M' events, or a string pid), else the numeric pid; the warp likewise from
 args.warp, 'warp N' in the thread name, else tid; the SM from args.sm or 'Core N' / 'SM N'.
 The role is args.role, else a role word (producer, consumer, epilogue) in the track or
 event name, else 'other'. An event name that contains wait, copy/load/tma, compute/mma,
@@ -21,7 +23,6 @@ import gzip
 import hashlib
 import io
 import json
-import math
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -34,22 +35,17 @@ import pyarrow as pa
 from wsperf.collectors import trace_format as tf
 from wsperf.collectors.errors import InputError
 from wsperf.collectors.files import read_input
+from wsperf.collectors.perfetto_trace import PERFETTO_SUFFIXES, looks_like_perfetto, parse_perfetto_trace
 from wsperf.collectors.store import transaction
+from wsperf.collectors.trace_tracks import COLUMNS, EventColumns, num
+from wsperf.collectors.trace_tracks import text as _text
 
 SCHEMA = "timeline_schema.sql"
 # A trace of a few thousand warps with a few hundred events each is a few tens of MB.
 MAX_TRACE_BYTES = 1 << 30
 WSPERF_SUFFIX = ".wsperf-trace"
 CHROME_SUFFIXES = (".json", ".json.gz", ".chrome_trace", ".chrome_trace.gz", ".perfetto.json")
-_KIND = "a wsperf trace (.wsperf-trace) or a Chrome-trace / Perfetto JSON file"
-COLUMNS = ("t_ns", "clk", "sm", "cta", "warp", "role", "event", "label", "phase", "stage", "seq")
-# Event-name words -> wsperf event kinds, first match wins (Proton scopes such as
-# 'tma_loads_issue' or 'wgmma_wait' name what they time).
-_EVENT_WORDS = (("wait", "wait"), ("epilogue", "epilogue"), ("store", "epilogue"), ("copy", "copy"),
-                ("load", "copy"), ("tma", "copy"), ("compute", "compute"), ("mma", "compute"),
-                ("release", "release"), ("kernel", "kernel"))
-_ROLE_WORDS = ("producer", "consumer", "epilogue")
-_NUM_AFTER = {k: re.compile(rf"{k}\s*[#:_ ]?\s*(\d+)", re.I) for k in ("cta", "warp", "core", "sm", "block")}
+_KIND = "a wsperf trace (.wsperf-trace), a Chrome-trace / Perfetto JSON file or a Perfetto protobuf trace"
 
 
 @dataclass(frozen=True)
@@ -72,7 +68,7 @@ def timeline_schema_sql() -> str:
 
 def is_timeline_input(p: str | Path) -> bool:
     name = str(p).lower()
-    return name.endswith(WSPERF_SUFFIX) or name.endswith(CHROME_SUFFIXES)
+    return name.endswith(WSPERF_SUFFIX) or name.endswith(CHROME_SUFFIXES) or name.endswith(PERFETTO_SUFFIXES)
 
 
 def _read(p: Path) -> bytes:
@@ -155,43 +151,6 @@ def parse_wsperf_trace(data: bytes, source: str) -> tuple[tf.TraceHeader, dict[s
     return header, cols
 
 
-def _num(text: Any, key: str) -> int | None:
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text if _small_int(text) else None
-    m = _NUM_AFTER[key].search(str(text)) if text is not None else None
-    return int(m.group(1)) if m and len(m.group(1)) < 10 else None
-
-
-def _event_kind(name: str) -> str:
-    low = name.lower()
-    for word, kind in _EVENT_WORDS:
-        if word in low:
-            return kind
-    return name
-
-
-def _role(*texts: Any) -> str:
-    for t in texts:
-        low = str(t or "").lower()
-        for r in _ROLE_WORDS:
-            if r in low:
-                return r
-    return "other"
-
-
-_MAX_NS = float(1 << 62)  # a time in ns a trace's BIGINT columns hold with room for spans
-
-
-def _small_int(v: Any) -> bool:
-    """An int a trace's INTEGER / BIGINT columns hold (not a bool, not 1e30)."""
-    return isinstance(v, int) and not isinstance(v, bool) and -(1 << 31) <= v < (1 << 31)
-
-
-def _text(v: Any) -> str:
-    """A value from the trace as text that can be stored: lone surrogates (`\\ud800`) replaced."""
-    return str(v).encode("utf-8", "replace").decode("utf-8")
-
-
 def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, list]]:
     """The kernel name (metadata, if any) and the events of a Chrome-trace JSON file, as
     columns (see COLUMNS); t_ns still absolute (ts converted from microseconds)."""
@@ -217,52 +176,20 @@ def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, 
     if isinstance(doc, dict):
         meta = doc.get("metadata") or doc.get("otherData") or {}
         kernel = _text(meta.get("kernel")) if isinstance(meta, dict) and isinstance(meta.get("kernel"), str) else None
-    cols: dict[str, list] = {c: [] for c in COLUMNS}
-    seqs: dict[tuple, int] = {}
+    rows = EventColumns()
     open_b: dict[tuple, list] = {}
 
     def add(ts_us: float, phase: str, e: dict, seq: int | None = None) -> int:
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         pid, tid = e.get("pid"), e.get("tid")
-        pname, tname = procs.get(pid, pid), threads.get((pid, tid), tid)
-        cta = args.get("cta") if _small_int(args.get("cta")) else (_num(pname, "cta") if _num(pname, "cta") is not None
-                                                                     else _num(pname, "block"))
-        if cta is None:
-            cta = pid if _small_int(pid) else 0
-        warp = args.get("warp") if _small_int(args.get("warp")) else _num(tname, "warp")
-        if warp is None:
-            warp = tid if _small_int(tid) else 0
-        sm = args.get("sm") if _small_int(args.get("sm")) else (_num(pname, "core") if _num(pname, "core") is not None
-                                                                 else _num(pname, "sm"))
-        name = _text(e.get("name", ""))
-        kind = _event_kind(name)
-        role = _text(args["role"]) if isinstance(args.get("role"), str) else _role(tname, pname, name)
-        if seq is None:
-            key = (cta, warp, kind)
-            seq = args.get("seq") if _small_int(args.get("seq")) else seqs.get(key, 0)
-            seqs[key] = seq + 1
-        stage = args.get("stage") if _small_int(args.get("stage")) else None
-        t_ns = float(ts_us) * 1000.0
-        if not math.isfinite(t_ns) or abs(t_ns) >= _MAX_NS:
-            raise ValueError("a time past what a trace can hold")
-        cols["t_ns"].append(round(t_ns))
-        cols["clk"].append(None)
-        cols["sm"].append(sm)
-        cols["cta"].append(cta)
-        cols["warp"].append(warp)
-        cols["role"].append(role)
-        cols["event"].append(kind)
-        cols["label"].append(None if kind == name else name)
-        cols["phase"].append(phase)
-        cols["stage"].append(stage)
-        cols["seq"].append(seq)
-        return seq
+        return rows.add(float(ts_us) * 1000.0, phase, e.get("name", ""), args, procs.get(pid, pid),
+                        threads.get((pid, tid), tid), pid, tid, seq)
 
     for e in events:
         # Proton also writes call-path bars and cross-warp flow endpoints: not warp intervals.
         if not isinstance(e, dict) or "ts" not in e or e.get("cat") in ("call_path", "flow"):
             continue
-        if kernel is None and _num(e.get("pid"), "cta") is not None and isinstance(e.get("cat"), str):
+        if kernel is None and num(e.get("pid"), "cta") is not None and isinstance(e.get("cat"), str):
             kernel = e["cat"]  # Proton: pid '<kernel> Core<sm> CTA<cta>', cat the kernel's name
         try:
             ts = float(e["ts"])
@@ -281,7 +208,7 @@ def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, 
         except (TypeError, ValueError, OverflowError):
             raise InputError(f"{source}: an event has a ts or dur that is not a finite number of microseconds "
                              f"under 2^62 ns: {_text(str(e))[:120]}") from None
-    return kernel, cols
+    return kernel, rows.cols
 
 
 @dataclass(frozen=True)
@@ -298,14 +225,20 @@ class ParsedTrace:
 
 
 def read_trace(path: str | Path) -> ParsedTrace:
-    """Read and parse one trace file (wsperf trace by its header, else Chrome-trace JSON)."""
+    """Read and parse one trace file: a wsperf trace by its header, a Perfetto protobuf
+    trace by its name or first byte, else Chrome-trace JSON."""
     p = Path(path)
     data = _read(p)
     digest = hashlib.sha256(data).hexdigest()
-    if p.name.lower().endswith(WSPERF_SUFFIX) or data.startswith(b'{"format":"wsperf-trace"'):
+    name = p.name.lower()
+    if name.endswith(WSPERF_SUFFIX) or data.startswith(b'{"format":"wsperf-trace"'):
         header, cols = parse_wsperf_trace(data, str(p))
         parsed = ParsedTrace(p, tf.FORMAT, header.kernel or None, digest, len(data),
                              (header.ctas, header.cta_stride, header.warps_per_cta, header.slots_per_warp), cols)
+    elif name.endswith(PERFETTO_SUFFIXES) or looks_like_perfetto(data):
+        kernel, cols = parse_perfetto_trace(data, str(p))
+        parsed = ParsedTrace(p, "perfetto-trace", kernel or p.name.split(".")[0], digest, len(data),
+                             (None, None, None, None), cols)
     else:
         kernel, cols = parse_chrome_trace(data, str(p))
         parsed = ParsedTrace(p, "chrome-trace", kernel or p.name.split(".")[0], digest, len(data),

@@ -8,10 +8,12 @@ writes; every statement is idempotent (CREATE ... IF NOT EXISTS).
 
 Sources: the wsperf trace format (collectors/include/wsperf_trace.cuh, documented in
 collectors/trace_format.py: 32-byte records of %globaltimer, SM, CTA, warp, role, event,
-phase, stage, seq), and Chrome-trace / Perfetto JSON with per-warp or per-role tracks
-(Triton Proton's intra-kernel traces, `wsperf timeline --perfetto` output, a DSL's own
-profiler). Times are nanoseconds from the trace's first event. NULL means the source does
-not say (a Chrome trace names no SM unless its args or track names do), never zero.
+phase, stage, seq), Chrome-trace / Perfetto JSON and Perfetto protobuf traces with per-warp
+or per-role tracks (Triton Proton's intra-kernel traces, `wsperf timeline --perfetto`
+output, FlashInfer's profiler through tg4perfetto, a DSL's own profiler; the track rules:
+collectors/trace_tracks.py). Times are nanoseconds from the trace's first event. NULL means
+the source does not say (a Chrome trace names no SM unless its args or track names do),
+never zero.
 
 A timeline belongs to one launch: `launch_id` is the Nsight Compute launch of the same
 kernel when `wsperf timeline --report R` matched one, else a launch of the timeline's own
@@ -24,14 +26,14 @@ CREATE TABLE IF NOT EXISTS timelines (
     path VARCHAR NOT NULL,            -- absolute path the trace was loaded from
     sha256 VARCHAR NOT NULL,          -- hex SHA-256 of the file's bytes
     size_bytes BIGINT NOT NULL,       -- file size (bytes)
-    format VARCHAR NOT NULL,          -- 'wsperf-trace' (the binary record format) or 'chrome-trace' (Chrome-trace / Perfetto JSON)
+    format VARCHAR NOT NULL,          -- 'wsperf-trace' (the binary record format), 'chrome-trace' (Chrome-trace / Perfetto JSON) or 'perfetto-trace' (Perfetto protobuf)
     kernel VARCHAR,                   -- kernel name the trace gives (wsperf header "kernel"; Chrome trace: its metadata or the file name)
     launch_id BIGINT NOT NULL,        -- launches.launch_id the events belong to (see above)
-    t0_ns UBIGINT,                    -- absolute time of the first event (wsperf: %globaltimer, ns since the Unix epoch on NVIDIA drivers; Chrome: its ts in ns)
-    ctas INTEGER,                     -- CTAs in the grid (wsperf header); NULL for Chrome traces
-    cta_stride INTEGER,               -- every cta_stride-th CTA recorded (wsperf header); NULL for Chrome traces
-    warps_per_cta INTEGER,            -- warps per CTA the buffer had slots for (wsperf header); NULL for Chrome traces
-    slots_per_warp INTEGER,           -- records per warp the buffer held (wsperf header); NULL for Chrome traces
+    t0_ns UBIGINT,                    -- absolute time of the first event (wsperf: %globaltimer, ns since the Unix epoch on NVIDIA drivers; Chrome: its ts in ns; Perfetto: its timestamp on the trace's clock)
+    ctas INTEGER,                     -- CTAs in the grid (wsperf header); NULL for Chrome and Perfetto traces
+    cta_stride INTEGER,               -- every cta_stride-th CTA recorded (wsperf header); NULL for Chrome and Perfetto traces
+    warps_per_cta INTEGER,            -- warps per CTA the buffer had slots for (wsperf header); NULL for Chrome and Perfetto traces
+    slots_per_warp INTEGER,           -- records per warp the buffer held (wsperf header); NULL for Chrome and Perfetto traces
     events BIGINT NOT NULL,           -- rows in timeline_events from this file
     full_warps INTEGER NOT NULL,      -- warps whose slots all filled before their kernel end: their later events were dropped (timeline_cut_warps; 0 for Chrome traces)
     loaded_at TIMESTAMP NOT NULL      -- UTC time wsperf loaded it
@@ -41,16 +43,16 @@ CREATE TABLE IF NOT EXISTS timeline_events (
     timeline_id INTEGER NOT NULL,  -- timelines.timeline_id
     launch_id BIGINT NOT NULL,     -- timelines.launch_id, repeated for joins
     t_ns BIGINT NOT NULL,          -- time of the event, ns from the timeline's first event (t0_ns)
-    clk UBIGINT,                   -- wsperf: low 32 bits of %clock64 on the recording SM (cycles; orders events of one SM finer than the timer); NULL for Chrome traces
+    clk UBIGINT,                   -- wsperf: low 32 bits of %clock64 on the recording SM (cycles; orders events of one SM finer than the timer); NULL for Chrome and Perfetto traces
     sm INTEGER,                    -- SM the warp ran on (%smid); NULL when the source does not say
-    cta INTEGER NOT NULL,          -- linear CTA index (Chrome: args.cta, else the number after 'CTA' in the process name, else pid)
-    warp INTEGER NOT NULL,         -- warp index inside the CTA (Chrome: args.warp, else the number after 'warp' in the thread name, else tid)
+    cta INTEGER NOT NULL,          -- linear CTA index (Chrome, Perfetto: args.cta, else the number after 'CTA' (or 'blk') in the process / parent track names, then the track's own, else pid)
+    warp INTEGER NOT NULL,         -- warp index inside the CTA (Chrome, Perfetto: args.warp, else the number after 'warp' in the thread or track name, else tid)
     role VARCHAR NOT NULL,         -- 'producer', 'consumer', 'epilogue', 'other' or a user role name from the trace's roles map
     event VARCHAR NOT NULL,        -- 'kernel' (warp lifetime), 'wait' (on a barrier), 'copy' (producer moves a stage), 'compute' (consumer works on a stage), 'epilogue', 'release', or a user event name
     label VARCHAR,                 -- the name the source gave the event when it differs from `event` (a Proton scope such as 'load_x_issue')
     phase VARCHAR NOT NULL,        -- 'begin', 'end' or 'instant'
     stage INTEGER,                 -- ring stage index; NULL: none given
-    seq BIGINT NOT NULL            -- iteration / tile counter (pairs a begin with its end; Chrome: ordinal of the event on its track)
+    seq BIGINT NOT NULL            -- iteration / tile counter (pairs a begin with its end; Chrome, Perfetto: args.seq, else the ordinal of the event on its track)
 );
 
 -- Each begin with its end: the same timeline, CTA, warp, event and seq.
