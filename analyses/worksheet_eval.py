@@ -1148,8 +1148,12 @@ class _Kernel:
         if len(ad) != 1 or ad[0].opcode.split(".")[0] != "and" or len(ad[0].operands) != 3 or \
                 not re.fullmatch(num, mask := ad[0].operands[2].strip()):
             return None
-        k2 = -int(mask, 0) & 0xFFFFFFFF  # -2^k as a 32-bit mask, written signed or unsigned
-        if k2 < 2 or k2 & (k2 - 1):
+        # -2^k as a 32-bit mask, written signed or unsigned; or narrowed to the bits the
+        # compiler knows x to have, 2^n - 2^k (CuTe DSL's `n % 2` on a tile counter below 2^17:
+        # `& 131070`)
+        m = int(mask, 0) & 0xFFFFFFFF
+        k2 = m & -m
+        if k2 < 2 or (m + k2) & (m + k2 - 1):
             return None
         sd = self.defs.get(ad[0].operands[1].strip(), ())
         if len(sd) != 1 or sd[0].opcode.split(".")[0] != "add" or len(sd[0].operands) != 3:
@@ -1714,6 +1718,11 @@ class _Kernel:
         m = re.fullmatch(r"(.+?)\s*\+\s*(-?\d+)", op)
         base, off = (m.group(1), int(m.group(2))) if m else (op, 0)
         ds = self.defs.get(base, ())
+        for _ in range(4):  # a generic mapa's result narrowed back to 32 bits (TIRx: cvt.u32.u64 of mapa.u64)
+            if len(ds) != 1 or ds[0].guard or ds[0].opcode.split(".")[0] not in ("cvt", "mov") or \
+                    len(ds[0].operands) != 2 or not ds[0].operands[1].startswith("%"):
+                break
+            ds = self.defs.get(ds[0].operands[1], ())
         if len(ds) != 1 or not ds[0].opcode.startswith("mapa") or len(ds[0].operands) != 3:
             return None
         src, rank = ds[0].operands[1], ds[0].operands[2]

@@ -491,7 +491,8 @@ def _tensormap_staging(k: _Kernel, stmts: list[Stmt]) -> set[tuple[str, int]]:
 
 
 _ARRIVE_OPS = ("mbarrier.arrive", "mbarrier.arrive_drop")  # a release: expect_tx alone releases nothing
-_ASYNC_SMEM_READ = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.global\.shared|cp\.reduce\.async\.bulk|"
+# (a shared-to-cluster bulk copy reads its CTA's shared memory through the async proxy too)
+_ASYNC_SMEM_READ = re.compile(r"^(cp\.async\.bulk(\.tensor\.\w+)?\.(global|shared::cluster)\.shared|cp\.reduce\.async\.bulk|"
                               r"wgmma\.mma_async|tcgen05\.mma|tcgen05\.cp)")
 
 
@@ -1299,9 +1300,13 @@ def _flag_store_source_rewritten(k: _Kernel, flagged: list[Flag]) -> list[Flag]:
             continue
         src = k.vals(st.operands[1])
         if src is None or src[0] is None or not src[1]:
+            # a buffer per warpgroup: its base from the storing thread's warp
+            src = k.thread_vals(st.operands[1], p)
+        if src is None or src[0] is None or not src[1]:
             continue
-        # the named barriers its thread reaches with the store's reads not waited, and whether
-        # every branch on the way was decided for it
+        # the named barriers its thread reaches with the store's reads not waited (the first and
+        # those after it: Gluon rewrites a double buffer two barriers later), and whether every
+        # branch on the way was decided for it
         bars: list[tuple[int, bool]] = []
         todo, seen = [(i + 1, k.block_of[i], True)], set()
         while todo:
@@ -1315,10 +1320,8 @@ def _flag_store_source_rewritten(k: _Kernel, flagged: list[Flag]) -> list[Flag]:
                 if op.startswith("cp.async.bulk.wait_group") or op.startswith(("ret", "exit")):
                     stop = True
                     break
-                if op.startswith(_NAMED_BAR):
+                if op.startswith(_NAMED_BAR):  # and on: the later barriers too, until a wait
                     bars.append((x, sure))
-                    stop = True
-                    break
             if not stop:
                 nexts, decided = _feasible_succ(k, bb, p)
                 for nb in nexts:
@@ -2259,6 +2262,25 @@ def _flag_unrolled_parity(k: _Kernel, barriers: tuple[Barrier, ...], flagged: li
     def before(x: int, y: int) -> bool:  # statement x runs before y on every path to y
         return x < y and k.block_of[x] in dom[k.block_of[y]]
 
+    def passes(a: int, b: int, j: int, t: frozenset) -> bool:
+        """Whether threads t, going from statement a to b, run j on every path they may take
+        (a release by lane 0 that the other lanes branch around: `@!p bra; arrive`)."""
+        ba, bb, bj = k.block_of[a], k.block_of[b], k.block_of[j]
+        if not a < j < b:
+            return False
+        if bj == bb or bj in dom[bb] or bj == ba:
+            return True
+        todo, seen = list(_feasible_succ(k, ba, t)[0]), {ba, bj}
+        while todo:  # b reached without passing j, on a path threads t may take: not every path
+            x = todo.pop()
+            if x in seen:
+                continue
+            if x == bb:
+                return False
+            seen.add(x)
+            todo += _feasible_succ(k, x, t)[0]
+        return True
+
     for b in barriers:
         if not b.inits or any(w.site.line in done for w in b.waiters):
             continue
@@ -2279,7 +2301,7 @@ def _flag_unrolled_parity(k: _Kernel, barriers: tuple[Barrier, ...], flagged: li
                 if p1 != p2 or not before(i1, i2) or any(i1 < x < i2 for x in inits):
                     continue
                 freed = next(((e, a) for (j, t), e, a in releases if e is not b and t <= threads and before(i1, j)
-                              and before(j, i2) and waiters_of.get(id(e), set()) & fillers), None)
+                              and passes(i1, i2, j, t) and waiters_of.get(id(e), set()) & fillers), None)
                 if freed is None:
                     continue
                 out.append(Flag(12, FLAG_NAMES[12], f"{w2.site.role} waits on {named(b, w2.slots)} for parity {p2} at "  # type: ignore[attr-defined]
@@ -2598,8 +2620,20 @@ def _flag_never_waited(k: _Kernel, barriers: tuple[Barrier, ...]) -> list[Flag]:
             for x in b.arrivers:
                 arrives.setdefault(x.site.role, set()).add(b.name)
         for b in bs:
-            if b.waiters or not b.inits or len(set(b.slots)) < 2 or any(
-                    x.kind.startswith("remote") or "mapa" in x.site.address for x in b.arrivers):
+            remote = [x for x in b.arrivers if x.kind.startswith("remote") or "mapa" in x.site.address]
+            if not b.waiters and b.inits and remote:
+                # a signal from another CTA that no role of this one reads (a peer saying it is
+                # done with this CTA's shared memory, which may then be reused or left)
+                a = remote[0]
+                out.append(Flag(15, FLAG_NAMES[15], f"{a.site.role} arrives on {b.name} in another CTA of the "
+                                f"cluster ({a.kind}, {_where(a.site)}) but no role waits on it anywhere: the signal "
+                                "never orders anything in the CTA that receives it, which may reuse or leave the "
+                                "shared memory the signal says the peer is done with (a CTA that exits while a "
+                                "peer's operation on its shared memory is in flight is undefined; a race, no "
+                                f"hang). Wait on {b.name} where the signal is meant to be read (before reusing or "
+                                "leaving the buffer)", Basis.EVIDENCE, a.site.line))
+                continue
+            if b.waiters or not b.inits or len(set(b.slots)) < 2 or remote:
                 continue
             rel = [x for x in b.arrivers if x.kind in ("arrive", "tcgen05.commit") and x.arrivals and x.loop]
             if not rel:

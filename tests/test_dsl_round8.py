@@ -51,6 +51,12 @@ PLANTED = [
     _case("e8_ring3_noflip", [12], S + "180320 for parity 0 at line 1405 as it did at line 1304"),
     # the release is a named barrier: bar.sync 1,256, then every consumer's st.shared into sC
     _case("e8_coop_noreadwait", [14], D + "99328 (cp.async.bulk.tensor"),
+    # a generic-address mapa narrowed back to 32 bits (cvt.u32.u64 of mapa.u64) names red_full
+    _case("e8_cl2_tx", [8], S + "196680: epilogue (warps 4-7) expects 32768 bytes a phase"),
+    # a shared-to-cluster bulk copy reads its CTA's shared memory through the async proxy
+    _case("e8_cl2_nofence", [5], "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes (line 1527"),
+    # a remote arrive on a barrier no role of any CTA waits on
+    _case("e8_cl2_nowait", [15], S + "196688 in another CTA of the cluster (remote arrive, line 2265)"),
     # missed now: strict xfails with the PTX fact the worksheet would need
     xfail_case("e8_dualwb_count", [2], "init with 128", reason=(
         "flag 2 is raised only as an assumption (two warpgroups taking turns): the arrivals are decided, "
@@ -63,18 +69,6 @@ PLANTED = [
         "warp 4 deallocates (line 2613) after bar.sync 1,128 (line 2592), which covers warps 4-7 only; "
         "warps 8-11 tcgen05.ld acc[1] (lines 2234-2288) and warp 1's last commit to acc_full[1] is never "
         "waited: the two writeback warpgroups are one role, so no use is seen outside the dealloc's barrier")),
-    xfail_case("e8_cl2_tx", [8], S + "196680", reason=(
-        "the DSMEM copy's barrier %r829 = cvt.u32.u64(mapa.u64(cvta.shared(base)+196680, 0)) is left "
-        "unresolved (a generic-address mapa), so its 65536 bytes (line 1532) are not set against "
-        "red_full's expect_tx 32768")),
-    xfail_case("e8_cl2_nofence", [5], "line 1527", reason=(
-        "rank 1's st.shared into P (+131072..) -> bar.sync 1,128 (line 1497) -> warp 4 lane 0's "
-        "cp.async.bulk.shared::cluster.shared::cta reading P (line 1527), with no fence.proxy.async: the "
-        "shared-to-shared bulk copy is not taken as an async-proxy reader (not even listed unchecked)")),
-    xfail_case("e8_cl2_nowait", [15], S + "196688", reason=(
-        "red_done (+196688) is arrived remotely (mapa to CTA 1, line 2265) and never waited, and rank 1 may "
-        "exit while its P is the source of an in-flight bulk copy; which CTA's barriers get the remote "
-        "arrive is listed as not derived, and no flag is raised")),
     xfail_case("e8_kint_cnt8", [2], D + "32", reason=(
         "the ring index starts at selp(1, 0, warpgroup == 2) (line 330) and steps by 2 with wraps at 3 "
         "and 4 (lines 509-516): not decided, so the 10 barriers are one group and counts are listed "
