@@ -150,7 +150,10 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
                "h4_pp2p_ordint.ptx", "h5_dacc_accnoflip.ptx", "g5_pgemm_accnoflip.ptx", "b6_twoepi_noflip.ptx",
                "b6_sring_cnoflip.ptx", "e7_attn_pnoflip.ptx",
                # the reduction barrier of an in-CTA split-K, waited with parity 0 every tile
-               "e8_kint_noflip.ptx", "e8_ring3_noflip.ptx"},
+               "e8_kint_noflip.ptx", "e8_ring3_noflip.ptx",
+               # a slice ring's waits of one parity on every trip; unrolled k-loops whose waits never flip
+               "g9_ring_enoflip.ptx", "g9_ring_snoflip.ptx", "g9_unroll_rph0.ptx", "g9_unroll_eph1.ptx",
+               "c9_unroll_noflip.ptx"},
            # (t_bscale_fp8_s3_w8_wrap4's counter wraps at 4 on 3 stages: starting at 2 with phase 1,
            # its first trip waits for parity 1 on ready[3], never initialized: flag 10 there is an
            # assumption that names flag 13)
@@ -163,8 +166,12 @@ PLANTED = {10: {"gluon_pgemm_ready_phase.ptx", "gluon_mmadef_accphase.ptx", "glu
                 # a bias slot, an N-split accumulator half and a cp.async ring stage released before their
                 # reads; an output slot released before the bulk store that reads it has retired
                 "e8_bias_early.ptx", "e8_nsplit_relearly.ptx", "e8_cpx_relearly.ptx", "e8_cpx_storeearly.ptx",
-                "e8_ring3_acc_early.ptx", "e8_ring3_store_early.ptx", "e8_coop_noreadwait.ptx"},
-           15: {"tws3_grouped_s3_sm100_wrongarr.ptx", "e7_ks_nowait1.ptx"}}
+                "e8_ring3_acc_early.ptx", "e8_ring3_store_early.ptx", "e8_coop_noreadwait.ptx",
+                # an accumulator released before its last slice is read; a staging buffer rewritten
+                # while the previous bulk store may still read it
+                "c9_tcring_relearly.ptx", "g9_ring_relearly.ptx", "c9_pp_noread.ptx", "c9_db_noread.ptx",
+                "c9_db1_noread.ptx", "c9_tcself_noread.ptx", "g9_sub_nowait.ptx"},
+           15: {"tws3_grouped_s3_sm100_wrongarr.ptx", "e7_ks_nowait1.ptx", "e8_cl2_nowait.ptx"}}
 
 
 def test_new_flags_fire_only_on_planted_fixtures():
