@@ -202,6 +202,17 @@ def stand_ins(con: duckdb.DuckDBPyConnection, h: Hypothesis, present: set[str]) 
             con.execute(f"DROP TABLE IF EXISTS temp.main.{t}")
 
 
+def inputs(c: duckdb.DuckDBPyConnection, kernels: list[int], ffma: list[tuple[int, int, int]]) -> None:
+    """The temporary tables every hypothesis's SQL reads beside the store: the launches asked
+    about (IDS_TABLE) and their FFMA work's matrix shape (FFMA_TABLE, `matrix_ffma`'s rows)."""
+    c.execute(f"CREATE OR REPLACE TEMP TABLE {IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
+              {"ids": kernels})
+    cols = list(zip(*ffma)) or [(), (), ()]
+    c.execute(f"CREATE OR REPLACE TEMP TABLE {FFMA_TABLE} AS SELECT unnest($l::BIGINT[]) AS launch_id, "
+              "unnest($f::BIGINT[]) AS ffma_executed, unnest($m::BIGINT[]) AS matrix_ffma_executed",
+              {"l": list(cols[0]), "f": list(cols[1]), "m": list(cols[2])})
+
+
 def evaluate(
     con: duckdb.DuckDBPyConnection,
     launch_ids: list[int],
@@ -242,12 +253,7 @@ def evaluate(
     ffma = matrix_ffma(con, kernels) if kernels and "sass" in present else []
 
     def run(c: duckdb.DuckDBPyConnection, batch: list[Hypothesis]) -> None:
-        c.execute(f"CREATE OR REPLACE TEMP TABLE {IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
-                  {"ids": kernels})
-        cols = list(zip(*ffma)) or [(), (), ()]
-        c.execute(f"CREATE OR REPLACE TEMP TABLE {FFMA_TABLE} AS SELECT unnest($l::BIGINT[]) AS launch_id, "
-                  "unnest($f::BIGINT[]) AS ffma_executed, unnest($m::BIGINT[]) AS matrix_ffma_executed",
-                  {"l": list(cols[0]), "f": list(cols[1]), "m": list(cols[2])})
+        inputs(c, kernels, ffma)
         for h in batch:
             values: dict[str, Any] = {**h.thresholds, **overrides.get(h.id, {}), "expect": expect}
             found[h.id] = _findings(c, h, {k: v for k, v in values.items() if k in h.params}, present)

@@ -136,8 +136,9 @@ def test_a_hand_copy_producer_is_found_past_the_compilers_constant_moves():
 
 def _raw_findings(con, ids: list[int]) -> dict[str, list]:
     """Every hypothesis's own SQL over `ids`, before evaluate's rules: {id: [(launch, Finding)]}."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {hypotheses.IDS_TABLE} AS SELECT unnest($ids::BIGINT[]) AS launch_id",
-                {"ids": ids})
+    # the tables evaluate makes first (not left behind by an earlier test: the order varies
+    # with how xdist spreads the tests)
+    hypotheses.inputs(con, ids, hypotheses.matrix_ffma(con, ids))
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     return {h.id: hypotheses._findings(con, h, {k: v for k, v in {**h.thresholds, "expect": []}.items()
                                                  if k in h.params}, present)
