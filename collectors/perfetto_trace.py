@@ -23,9 +23,20 @@ What is read, per TracePacket:
 
 Each slice is then placed as a Chrome track is (collectors/trace_tracks.py): the track's
 name is the thread name, the names of its parent tracks (nearest first) the process name,
-the nearest process pid stands in for the CTA and the thread tid (else the track's place
-among its parent's children) for the warp. A track's events are taken in time order (ties
-in file order), as Perfetto's own importer sorts them.
+the nearest process pid stands in for the CTA and the thread tid, else 'warp N' in the
+nearest parent's name that has one, else the track's place among its parent's children,
+for the warp. A track's events are taken in time order (ties in file order), as Perfetto's
+own importer sorts them.
+
+Tracks above the CTAs (the parents of a track that names a CTA) hold no warp's events: their
+slices are the launch, and are skipped. CuTe DSL's IKET (`run-iket`, nvidia-cutlass-dsl
+4.8.1) writes such a tree: Root / `Grid1` (one slice, `kernel:<name>, gridId: <n>`, the
+launch: the kernel's name is read from it) / `GPC1` / `TPC4|VSM124` (the SM) /
+`CTA(x, y, z)` / `Warp03` (one slice, `Warp Life Time`) / `StackedRanges` (the warp's
+ranges; one that ended on the tick it began is named `<name> [duration=0]`, read as
+`<name>`) and `Marker` (its marks, instants).
+A trace of several launches (several `kernel:` slices above the CTAs) is refused: their
+CTAs and warps would be taken for one launch's.
 """
 
 from __future__ import annotations
@@ -34,13 +45,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wsperf.collectors.errors import InputError
-from wsperf.collectors.trace_tracks import EventColumns, text
+from wsperf.collectors.trace_tracks import EventColumns, names_cta, num, text
 
 PERFETTO_SUFFIXES = tuple(s + gz for s in (".perfetto-trace", ".pftrace", ".perfetto") for gz in ("", ".gz"))
 _BOOTTIME = 6  # BuiltinClock.BOOTTIME: a trace's clock unless a ClockSnapshot names another
 _SCOPED = range(64, 128)  # clock ids that belong to one packet sequence
 _SLICE_BEGIN, _SLICE_END, _INSTANT = 1, 2, 3  # TrackEvent.Type
 _CLEARED = 1  # TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+# IKET appends this to a range that ended on the tick it began (its timer ticks every 32 ns):
+# the range keeps its own name, so that its label is that of its longer namesakes.
+_ZERO_LENGTH = " [duration=0]"
 
 
 def looks_like_perfetto(data: bytes) -> bool:
@@ -167,26 +181,39 @@ def _track(td: Any, siblings: dict[int | None, int]) -> _Track:
     return _Track(text(name), parent, pid, thread.tid if thread and thread.HasField("tid") else None, order)
 
 
-def _lineage(uuid: int, tracks: dict[int, _Track], by_pid: dict[int, int]) -> tuple[str, int | None, int | None]:
-    """The names of a track's parents joined nearest first (its 'process name'), the
-    nearest pid, and the warp stand-in (tid, else the track's place among its siblings).
-    `by_pid`: each process track's uuid by its pid."""
-    own = tracks.get(uuid)
-    if own is None:
-        return "", None, None
-    names: list[str] = []
-    pid = own.pid
+def _parents(uuid: int, tracks: dict[int, _Track], by_pid: dict[int, int]) -> list[int]:
+    """A track's parents, nearest first (a thread track's parent is the process track of its
+    pid); `by_pid`: each process track's uuid by its pid."""
+    out: list[int] = []
+    cur = tracks.get(uuid)
     seen = {uuid}
-    cur = own
-    while True:
+    while cur is not None:
         up = cur.parent if cur.parent is not None else (by_pid.get(cur.pid) if cur.tid is not None else None)
         if up is None or up in seen or up not in tracks:
             break
         seen.add(up)
+        out.append(up)
         cur = tracks[up]
-        names.append(cur.name)
-        pid = pid if pid is not None else cur.pid
-    return " / ".join(names), pid, own.tid if own.tid is not None else own.order
+    return out
+
+
+def _lineage(uuid: int, tracks: dict[int, _Track], by_pid: dict[int, int]) -> tuple[str, int | None, int | None]:
+    """The names of a track's parents joined nearest first (its 'process name'), the
+    nearest pid, and the warp stand-in (tid, else 'warp N' in the nearest parent naming
+    one, else the track's place among its siblings)."""
+    own = tracks.get(uuid)
+    if own is None:
+        return "", None, None
+    ups = [tracks[u] for u in _parents(uuid, tracks, by_pid)]
+    pid = next((t.pid for t in [own, *ups] if t.pid is not None), None)
+    warp = own.tid if own.tid is not None else next(
+        (w for t in ups if (w := num(t.name, "warp")) is not None), own.order)
+    return " / ".join(t.name for t in ups), pid, warp
+
+
+def _launch_name(name: str) -> str:
+    """The kernel of IKET's launch slice, `kernel:<name>, gridId: <n>`."""
+    return name.removeprefix("kernel:").split(", gridId:")[0].strip()
 
 
 def parse_perfetto_trace(data: bytes, source: str) -> tuple[str | None, dict[str, list]]:
@@ -237,7 +264,7 @@ def parse_perfetto_trace(data: bytes, source: str) -> tuple[str | None, dict[str
             t = clocks.ns(sid, _BOOTTIME if clock is None else clock, pkt.timestamp)
             uuid = te.track_uuid if te.HasField("track_uuid") else (seq.track or 0)
             if te.HasField("name"):
-                name = text(te.name)
+                name = text(te.name).removesuffix(_ZERO_LENGTH)
             elif te.HasField("name_iid"):
                 name = seq.names.get(te.name_iid, f"event{te.name_iid}")  # as the wsperf trace names an unknown event
             else:
@@ -256,7 +283,19 @@ def parse_perfetto_trace(data: bytes, source: str) -> tuple[str | None, dict[str
                          "times on them cannot be compared")
     rows = EventColumns()
     by_pid = {t.pid: u for u, t in tracks.items() if t.tid is None and t.pid is not None}
+    # the parents of a CTA's track that are inside no CTA themselves
+    above = {p for u, t in tracks.items() if names_cta(t.name) for p in _parents(u, tracks, by_pid)
+             if not any(names_cta(tracks[q].name) for q in (p, *_parents(p, tracks, by_pid)))}
+    launches = [name for u in above for _, _, kind, name, _ in events.get(u, ())
+                if kind == _SLICE_BEGIN and name.startswith("kernel:")]
+    if len(launches) > 1:
+        raise InputError(f"{source}: holds {len(launches)} kernel launches ({text(launches[0])[:80]!r}, ...); wsperf "
+                         "reads one launch a trace: trace a program that launches the kernel once")
+    if launches and kernel is None:
+        kernel = _launch_name(launches[0])
     for uuid, evs in events.items():
+        if uuid in above:
+            continue  # the launch, a GPC, a TPC: no warp's events
         proc, pid, warp = _lineage(uuid, tracks, by_pid)
         thread = tracks[uuid].name if uuid in tracks else ""
         open_slices: list[tuple[int, str, dict]] = []
@@ -274,4 +313,4 @@ def parse_perfetto_trace(data: bytes, source: str) -> tuple[str | None, dict[str
         except ValueError:
             raise InputError(f"{source}: an event on track {text(thread or uuid)[:80]!r} lies past 2^62 ns on the "
                              "trace's clock (a timestamp or clock unit no GPU timer gives)") from None
-    return (text(kernel) if kernel else None), rows.cols
+    return (text(kernel) if kernel else None), rows.columns()

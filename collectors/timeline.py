@@ -10,9 +10,10 @@ Perfetto importer): the CTA is args.cta, else the number after 'CTA' in the trac
 name (metadata 'M' events, or a string pid), else the numeric pid; the warp likewise from
 args.warp, 'warp N' in the thread name, else tid; the SM from args.sm or 'Core N' / 'SM N'.
 The role is args.role, else a role word (producer, consumer, epilogue) in the track or
-event name, else 'other'. An event name that contains wait, copy/load/tma, compute/mma,
-epilogue/store or kernel maps to that event (the name is kept in `label`); others stay as
-named. Proton (pid '<kernel> Core<sm> CTA<cta>', tid 'warp <w> (line <n>)', cat the kernel)
+event name, else what the warp's events say (one role named on any of them, else copies
+alone: producer, computes alone: consumer), else 'other'. An event name that contains
+wait/acquire, copy/load/tma, compute/mma, epilogue/store or kernel maps to that event (the
+name is kept in `label`); others stay as named. Proton (pid '<kernel> Core<sm> CTA<cta>', tid 'warp <w> (line <n>)', cat the kernel)
 writes cycles as if the clock ran at 1 GHz: its times are cycles, not ns.
 """
 
@@ -208,7 +209,7 @@ def parse_chrome_trace(data: bytes, source: str) -> tuple[str | None, dict[str, 
         except (TypeError, ValueError, OverflowError):
             raise InputError(f"{source}: an event has a ts or dur that is not a finite number of microseconds "
                              f"under 2^62 ns: {_text(str(e))[:120]}") from None
-    return kernel, rows.cols
+    return kernel, rows.columns()
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,8 @@ CREATE TABLE IF NOT EXISTS timeline_events (
     t_ns BIGINT NOT NULL,          -- time of the event, ns from the timeline's first event (t0_ns)
     clk UBIGINT,                   -- wsperf: low 32 bits of %clock64 on the recording SM (cycles; orders events of one SM finer than the timer); NULL for Chrome and Perfetto traces
     sm INTEGER,                    -- SM the warp ran on (%smid); NULL when the source does not say
-    cta INTEGER NOT NULL,          -- linear CTA index (Chrome, Perfetto: args.cta, else the number after 'CTA' (or 'blk') in the process / parent track names, then the track's own, else pid)
-    warp INTEGER NOT NULL,         -- warp index inside the CTA (Chrome, Perfetto: args.warp, else the number after 'warp' in the thread or track name, else tid)
+    cta INTEGER NOT NULL,          -- linear CTA index (Chrome, Perfetto: args.cta, else the number after 'CTA' (or 'blk') in the process / parent track names, then the track's own, else block coordinates 'CTA(x, y, z)' numbered in (z, y, x) order, else pid)
+    warp INTEGER NOT NULL,         -- warp index inside the CTA (Chrome, Perfetto: args.warp, else the number after 'warp' in the thread or track name (Perfetto: else in the nearest parent track's), else tid)
     role VARCHAR NOT NULL,         -- 'producer', 'consumer', 'epilogue', 'other' or a user role name from the trace's roles map
     event VARCHAR NOT NULL,        -- 'kernel' (warp lifetime), 'wait' (on a barrier), 'copy' (producer moves a stage), 'compute' (consumer works on a stage), 'epilogue', 'release', or a user event name
     label VARCHAR,                 -- the name the source gave the event when it differs from `event` (a Proton scope such as 'load_x_issue')

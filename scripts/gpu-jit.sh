@@ -8,8 +8,7 @@
 # transfer carries, so they may travel over several calls to the same machine, in parts:
 #   .whl/NAME.tar.xz                 unpacked into /tmp/wsperf-site at once
 #   .whl/NAME.tar.xz.part-KofN       kept in /tmp/wsperf-jit; unpacked once all N are there
-#     (made here with: split -n N --numeric-suffixes=1 NAME.tar.xz NAME.tar.xz.part- , then
-#      renamed part-01 -> part-1ofN ...)
+#                                    (scripts/unpack-parts.sh, which says how they are made)
 # Then `bash scripts/gpu-jit.sh ROW...` runs those rows of gpu-evidence.sh (no rows: only
 # unpacks). Exit 9 when the site lacks duckdb (a fresh machine: carry it again).
 set -uo pipefail
@@ -17,19 +16,8 @@ cd "$(dirname "$0")/.."
 site=/tmp/wsperf-site
 jit=/tmp/wsperf-jit
 mkdir -p "$site" "$jit"
-for p in .whl/*.part-*; do [ -f "$p" ] && cp "$p" "$jit/"; done
 for t in .whl/*.tar.xz; do [ -f "$t" ] && tar xJf "$t" -C "$site"; done
-for first in "$jit"/*.part-1of*; do
-  [ -f "$first" ] || continue
-  stem=${first%.part-1of*}; n=${first##*of}
-  [ -f "$stem.done" ] && continue
-  parts=(); for k in $(seq 1 "$n"); do parts+=("$stem.part-${k}of$n"); done
-  if ls "${parts[@]}" >/dev/null 2>&1; then
-    cat "${parts[@]}" | tar xJf - -C "$site" && touch "$stem.done" && echo "unpacked $(basename "$stem")"
-  else
-    echo "$(basename "$stem"): $(ls "$stem".part-* | wc -l) of $n parts here"
-  fi
-done
+bash scripts/unpack-parts.sh .whl "$jit" "$site"
 export PYTHONPATH="$site:$site/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
 python3 -c "import duckdb" 2>/dev/null || { echo "COLD: no duckdb in $site (a fresh machine)"; exit 9; }
 python3 -c "import tvm_tirx" 2>/dev/null && echo "tvm_tirx importable"
