@@ -788,6 +788,19 @@ def _fold_sub_roles(kinds: dict[frozenset, tuple[str, int]], role_name: dict, ro
         if around:
             role_name[ws] = role_name[min(around, key=len)]
             drop.append(at)
+    # One warp of the consumers that only issues their tile's TMA store (CuTe's elected lane
+    # of warp 4 storing sC for every consumer) is the consumers' epilogue, not a role: its
+    # job is added to theirs
+    for ws, (kind, at) in kinds.items():
+        store_only = roles[at].text.startswith(f"{role_name[ws]}: TMA store; ")
+        around = [w for w, (kd, _) in kinds.items() if ws < w and kd == "consumer"]
+        if kind == "epilogue" and store_only and around:
+            w = min(around, key=len)
+            role_name[ws] = role_name[w]
+            head, _, rest = roles[kinds[w][1]].text.partition("; ")
+            if rest and not head.endswith("TMA store"):
+                roles[kinds[w][1]] = dataclasses.replace(roles[kinds[w][1]], text=f"{head}, TMA store; {rest}")
+            drop.append(at)
     for at in sorted(drop, reverse=True):
         del roles[at]
 

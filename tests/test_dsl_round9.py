@@ -108,10 +108,10 @@ ROLES = {
                   "producer (warp 6): TMA load", "consumer (warp 7): MMA issue (tcgen05)"],
 }
 
+# the consumers store C themselves (st.shared, bar.sync 1, 256); the elected lane of warp 4 issues
+# their TMA store: the consumers' epilogue, not a role of its own
 _COOP = ["producer (warp 0): TMA load", "idle (warps 1-3)", "consumer (warps 4-11): MMA issue (wgmma), TMA store"]
-_WARP4 = ("the consumers store C themselves (st.shared, bar.sync 1, 256); only the elected lane of warp 4 "
-          "issues the TMA store, yet warp 4 is listed twice: 'consumer (warps 4-11): MMA issue (wgmma)' and "
-          "a role of its own, 'epilogue (warp 4): TMA store'")
+ROLES.update({"c9_db": _COOP, "c9_db1": _COOP})
 
 ROLES_MISSED = [
     xfail_case("c9_pp", ["producer (warp 0): TMA load", "idle (warps 1-3)",
@@ -119,8 +119,6 @@ ROLES_MISSED = [
                          "consumer (warps 8-11): MMA issue (wgmma), TMA store"], reason=(
         "the two warpgroups take alternate tiles (turn mbarriers +64 / +72, named barriers 1 and 2, staging "
         "buffers +99328 / +132096) and run the same code: one role, 'consumer (warps 4-11)'")),
-    xfail_case("c9_db", _COOP, reason=_WARP4),
-    xfail_case("c9_db1", _COOP, reason=_WARP4),
 ]
 
 
